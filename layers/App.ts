@@ -1,0 +1,31 @@
+import { NodeHttpServer } from "@effect/platform-node"
+import { Layer } from "effect"
+import { createServer } from "node:http"
+import { ApiKeys } from "../services/platform/ApiKeys.ts"
+import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
+import { Tenancy } from "../services/platform/Tenancy.ts"
+import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { serveHttp } from "../src/http/HttpApp.ts"
+import { ClusterLive } from "./Cluster.ts"
+import { DatabaseLive } from "./Database.ts"
+import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
+
+/**
+ * The whole service for one configuration: storage, the cluster runner, the domain
+ * services, the entities this runner hosts, and the HTTP server on `port`.
+ */
+export const AppLive = (config: AppConfigShape) => {
+  const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
+    Layer.provideMerge(DatabaseLive(config)),
+    Layer.provideMerge(AppConfig.layerWith(config))
+  )
+  const Domain = ApiKeys.layer.pipe(Layer.provideMerge(Tenancy.layer))
+  const Entities = OrganizationEntityLayer
+  const Http = serveHttp.pipe(
+    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+  )
+  return Layer.mergeAll(Http, Entities).pipe(
+    Layer.provideMerge(Domain),
+    Layer.provideMerge(Base)
+  )
+}

@@ -1,0 +1,38 @@
+import { NodeClusterSocket } from "@effect/platform-node"
+import { NodeCrypto } from "@effect/platform-node"
+import { Layer, Option } from "effect"
+import { RunnerAddress, SingleRunner } from "effect/cluster"
+import type { AppConfigShape } from "../services/platform/AppConfig.ts"
+
+/**
+ * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
+ * locks loses them after `shardLockExpiration`, and the survivors take them over.
+ */
+const sharding = {
+  shardLockRefreshInterval: "2 seconds",
+  shardLockExpiration: "8 seconds",
+  runnerHealthCheckInterval: "2 seconds",
+  entityMessagePollInterval: "1 second"
+} as const
+
+/**
+ * Embedded mode: one runner, SQL storage. With `RUNNER_ADDRESS` set: socket runners
+ * sharing Postgres for shard locks and durable messages (connect directly, not through
+ * a transaction pooler: shard locks are session advisory locks).
+ */
+export const ClusterLive = (config: AppConfigShape) =>
+  Option.match(config.runnerAddress, {
+    onNone: () =>
+      SingleRunner.layer({ runnerStorage: "sql", shardingConfig: sharding }).pipe(
+        Layer.provide(NodeCrypto.layerDigest)
+      ),
+    onSome: (address) =>
+      NodeClusterSocket.layer({
+        storage: "sql",
+        shardingConfig: {
+          ...sharding,
+          runnerAddress: Option.some(RunnerAddress.make(address.host, address.port)),
+          runnerListenAddress: Option.map(config.runnerListenAddress, (listen) => RunnerAddress.make(listen.host, listen.port))
+        }
+      })
+  })

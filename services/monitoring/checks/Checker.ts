@@ -1,0 +1,101 @@
+import { Cause, Context, Duration, Effect, Layer } from "effect"
+import { OutboundGuard } from "../../platform/OutboundGuard.ts"
+import { apiCheck } from "./api.ts"
+import { dnsCheck } from "./dns.ts"
+import { httpCheck } from "./http.ts"
+import { type CheckContext, makeCheckContext } from "./network.ts"
+import { tcpCheck } from "./tcp.ts"
+import {
+  type CheckerOptions,
+  CheckFailure,
+  type CheckResult,
+  type CheckSuccess,
+  type CheckTarget,
+  type CheckType
+} from "./types.ts"
+import { websocketCheck } from "./websocket.ts"
+
+export * from "./types.ts"
+
+const CHECKS: Record<
+  CheckType,
+  (context: CheckContext, target: CheckTarget) => Effect.Effect<CheckSuccess, CheckFailure>
+> = {
+  http: httpCheck,
+  api: apiCheck,
+  tcp: tcpCheck,
+  dns: dnsCheck,
+  websocket: websocketCheck
+}
+
+export const DEFAULT_TIMEOUT_SECONDS = 30
+
+const describeDefect = (defect: unknown) => defect instanceof Error ? defect.message : String(defect)
+
+/**
+ * Runs one check and never fails: every failure, including the timeout over
+ * the whole check (all redirect hops) and unexpected defects, is a `down` result
+ * with an `error`. Response time is the real elapsed time (`performance.now`).
+ */
+export const runCheck = (context: CheckContext, target: CheckTarget): Effect.Effect<CheckResult> =>
+  Effect.suspend(() => {
+    const timeoutSeconds = Number.isFinite(target.timeoutSeconds) && target.timeoutSeconds > 0
+      ? target.timeoutSeconds
+      : DEFAULT_TIMEOUT_SECONDS
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    const run = CHECKS[target.checkType]
+    const check = run === undefined
+      ? Effect.fail(new CheckFailure({ message: `unsupported check type: ${String(target.checkType)}` }))
+      : Effect.suspend(() => run(context, { ...target, timeoutSeconds }))
+    return check.pipe(
+      Effect.timeoutOrElse({
+        duration: Duration.seconds(timeoutSeconds),
+        orElse: () => Effect.fail(new CheckFailure({ message: `timed out after ${timeoutSeconds}s` }))
+      }),
+      Effect.matchCause({
+        onSuccess: (success): CheckResult =>
+          success.statusCode === undefined
+            ? { status: "up", responseTimeMs: elapsed() }
+            : { status: "up", responseTimeMs: elapsed(), statusCode: success.statusCode },
+        onFailure: (cause): CheckResult => {
+          const failure = Cause.findErrorOption(cause)
+          if (failure._tag === "Some") {
+            const { message, statusCode } = failure.value
+            return statusCode === undefined
+              ? { status: "down", responseTimeMs: elapsed(), error: message }
+              : { status: "down", responseTimeMs: elapsed(), statusCode, error: message }
+          }
+          return {
+            status: "down",
+            responseTimeMs: elapsed(),
+            error: `internal error: ${describeDefect(Cause.squash(cause))}`
+          }
+        }
+      })
+    )
+  })
+
+export class Checker extends Context.Service<Checker, {
+  check(target: CheckTarget): Effect.Effect<CheckResult>
+}>()("canopy/monitoring/Checker") {
+  /** Checker with system DNS and Node's bundled CA roots. */
+  static readonly layer: Layer.Layer<Checker, never, OutboundGuard> = Layer.effect(
+    Checker,
+    OutboundGuard.useSync((guard) => makeChecker(makeCheckContext(guard, {})))
+  )
+
+  /** Checker with options (DNS servers for `dns` checks, extra CAs, user agent). */
+  static layerWith(options: CheckerOptions): Layer.Layer<Checker, never, OutboundGuard> {
+    return Layer.effect(
+      Checker,
+      OutboundGuard.useSync((guard) => makeChecker(makeCheckContext(guard, options)))
+    )
+  }
+}
+
+const makeChecker = (context: CheckContext) =>
+  Checker.of({
+    check: (target) =>
+      runCheck(context, target).pipe(Effect.withSpan("Checker.check", { attributes: { checkType: target.checkType } }))
+  })

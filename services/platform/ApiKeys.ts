@@ -1,0 +1,171 @@
+import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import { createHash } from "node:crypto"
+import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
+import type { ApiScope, CreateApiKey, CreatedApiKey, Organization, Role, User } from "../../schemas/Tenancy.ts"
+import { scopesForRole } from "../../schemas/Tenancy.ts"
+import { makeId, randomBase62 } from "./Ids.ts"
+import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
+
+/** Who is calling: the key, its organization and user, and what it may do. */
+export interface Principal {
+  readonly keyId: string
+  readonly org: Organization
+  readonly user: User
+  readonly role: Role
+  readonly scopes: ReadonlyArray<ApiScope>
+}
+
+/** Secrets look like `cnp_<40 base62>`: only `[A-Za-z0-9_]`, as Sentry DSN keys require. */
+const secretPrefix = "cnp_"
+const secretPattern = /^cnp_[A-Za-z0-9]{40}$/
+
+/** Keys are stored as SHA-256 of the secret; the secret itself is shown once and never kept. */
+export const hashSecret = (secret: string) => createHash("sha256").update(secret).digest("hex")
+
+/** How long a runner trusts a cached key lookup; revocations and plan changes evict at once. */
+const cacheTtlMillis = 30_000
+
+export class ApiKeys extends Context.Service<ApiKeys, {
+  create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden | ValidationError>
+  revoke(keyId: string): Effect.Effect<{ readonly orgId: string }, NotFound>
+  authenticate(secret: string): Effect.Effect<Principal, Unauthorized>
+  /** Forget cached lookups of one key or of every key of one organization (after a change elsewhere). */
+  evict(target: { readonly keyId?: string; readonly orgId?: string }): Effect.Effect<void>
+}>()("canopy/platform/ApiKeys") {
+  static readonly layer = Layer.effect(
+    ApiKeys,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const tenancy = yield* Tenancy
+      const cache = new Map<string, { readonly principal: Principal; readonly expiresAt: number }>()
+      const lastUsed = new Map<string, Date>()
+
+      const create = Effect.fn("ApiKeys.create")(function*(orgSlug: string, input: CreateApiKey) {
+        const org = yield* tenancy.findOrganization(orgSlug)
+        const member = yield* tenancy.findMember(org.id, input.username)
+        if (member._tag === "None") {
+          return yield* new NotFound({ message: `User '${input.username}' is not a member of '${orgSlug}'` })
+        }
+        const allowed = scopesForRole(member.value.role ?? "member")
+        const scopes = input.scopes === undefined || input.scopes.length === 0 ? allowed : [...new Set(input.scopes)]
+        const denied = scopes.filter((scope) => !allowed.includes(scope))
+        if (denied.length > 0) {
+          return yield* new Forbidden({
+            message: `Role '${member.value.role}' cannot hold scopes: ${denied.join(", ")}`
+          })
+        }
+        const secret = secretPrefix + randomBase62(40)
+        const id = makeId("key")
+        const name = input.name ?? "default"
+        const rows = yield* sql<{ created_at: Date }>`
+          INSERT INTO api_keys (id, org_id, user_id, name, secret_hash, scopes)
+          VALUES (${id}, ${org.id}, ${member.value.id}, ${name}, ${hashSecret(secret)}, ${scopes as Array<string>})
+          RETURNING created_at`.pipe(Effect.orDie)
+        return {
+          id,
+          key: secret,
+          name,
+          scopes,
+          username: member.value.username,
+          org: org.slug,
+          createdAt: rows[0].created_at.toISOString()
+        }
+      })
+
+      const evict = (target: { readonly keyId?: string; readonly orgId?: string }) =>
+        Effect.sync(() => {
+          for (const [hash, entry] of cache) {
+            if (entry.principal.keyId === target.keyId || entry.principal.org.id === target.orgId) {
+              cache.delete(hash)
+            }
+          }
+        })
+
+      const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string) {
+        const rows = yield* sql<{ org_id: string }>`
+          UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId}
+          RETURNING org_id`.pipe(Effect.orDie)
+        if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
+        yield* evict({ keyId })
+        return { orgId: rows[0].org_id }
+      })
+
+      const lookup = Effect.fn("ApiKeys.lookup")(function*(hash: string) {
+        const rows = yield* sql<any>`
+          SELECT k.id AS key_id, k.scopes, m.role,
+                 o.id, o.slug, o.name AS org_name, o.plan, o.project_id, o.requests_per_minute,
+                 o.created_at AS org_created_at,
+                 u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
+          FROM api_keys k
+          JOIN organizations o ON o.id = k.org_id
+          JOIN users u ON u.id = k.user_id
+          JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.user_id
+          WHERE k.secret_hash = ${hash} AND k.revoked_at IS NULL`.pipe(Effect.orDie)
+        if (rows.length === 0) return undefined
+        const row = rows[0]
+        const role = row.role as Role
+        const principal: Principal = {
+          keyId: row.key_id,
+          role,
+          // A demoted member loses the scopes its new role does not allow.
+          scopes: (row.scopes as Array<ApiScope>).filter((scope) => scopesForRole(role).includes(scope)),
+          org: toOrganization({
+            id: row.id,
+            slug: row.slug,
+            name: row.org_name,
+            plan: row.plan,
+            project_id: row.project_id,
+            requests_per_minute: row.requests_per_minute,
+            created_at: row.org_created_at
+          }),
+          user: toUser({
+            id: row.user_id,
+            username: row.username,
+            email: row.email,
+            name: row.user_name,
+            created_at: row.user_created_at
+          })
+        }
+        return principal
+      })
+
+      const unauthorized = new Unauthorized({ message: "Missing, malformed, unknown or revoked API key" })
+
+      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
+        if (!secretPattern.test(secret)) return yield* unauthorized
+        const hash = hashSecret(secret)
+        const now = yield* Clock.currentTimeMillis
+        let principal = cache.get(hash)?.expiresAt ?? 0 > now ? cache.get(hash)!.principal : undefined
+        if (principal === undefined) {
+          principal = yield* lookup(hash)
+          if (principal === undefined) return yield* unauthorized
+          cache.set(hash, { principal, expiresAt: now + cacheTtlMillis })
+        }
+        lastUsed.set(principal.keyId, new Date(now))
+        return principal
+      })
+
+      // `lastUsedAt` is written in batches so authentication stays off the write path.
+      const flushLastUsed = Effect.gen(function*() {
+        if (lastUsed.size === 0) return
+        const entries = [...lastUsed]
+        lastUsed.clear()
+        const ids = entries.map(([id]) => id)
+        const times = entries.map(([, at]) => at.toISOString())
+        yield* sql`
+          UPDATE api_keys k SET last_used_at = v.at::timestamptz
+          FROM unnest(${ids}::text[], ${times}::text[]) AS v(id, at)
+          WHERE k.id = v.id`.pipe(Effect.orDie)
+      })
+      yield* flushLastUsed.pipe(
+        Effect.catchCause((cause) => Effect.logWarning("lastUsedAt flush failed", cause)),
+        Effect.repeat(Schedule.spaced("2 seconds")),
+        Effect.forkScoped
+      )
+      yield* Effect.addFinalizer(() => Effect.ignore(flushLastUsed))
+
+      return ApiKeys.of({ create, revoke, authenticate, evict })
+    })
+  )
+}

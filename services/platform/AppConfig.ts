@@ -1,0 +1,79 @@
+import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+
+/**
+ * Every setting Canopy reads from the environment, in one place (the README lists them).
+ * Services receive this instead of reading `process.env` themselves.
+ */
+export interface AppConfigShape {
+  readonly port: number
+  readonly host: string
+  readonly baseUrl: string
+  readonly dataDir: string
+  readonly databaseUrl: Option.Option<Redacted.Redacted>
+  readonly s3: Option.Option<{
+    readonly endpoint: string | undefined
+    readonly bucket: string
+    readonly region: string
+    readonly accessKeyId: string | undefined
+    readonly secretAccessKey: Redacted.Redacted | undefined
+    readonly forcePathStyle: boolean
+  }>
+  readonly smtpUrl: Option.Option<Redacted.Redacted>
+  readonly mailFrom: string
+  readonly adminToken: Option.Option<Redacted.Redacted>
+  readonly masterKey: Option.Option<Redacted.Redacted>
+  readonly region: string
+  readonly runnerAddress: Option.Option<{ readonly host: string; readonly port: number }>
+  readonly runnerListenAddress: Option.Option<{ readonly host: string; readonly port: number }>
+  readonly outboundAllowPrivate: boolean
+}
+
+const hostPort = (name: string) =>
+  Config.option(Config.String(name)).pipe(
+    Config.map(Option.map((value) => {
+      const index = value.lastIndexOf(":")
+      return index < 0
+        ? { host: value, port: 34431 }
+        : { host: value.slice(0, index), port: Number(value.slice(index + 1)) }
+    }))
+  )
+
+const optionalString = (name: string) => Config.option(Config.String(name)).pipe(Config.map(Option.getOrUndefined))
+
+export const appConfig = Effect.gen(function*() {
+  const port = yield* Config.Port("PORT").pipe(Config.withDefault(3000))
+  const s3Bucket = yield* Config.option(Config.String("S3_BUCKET"))
+  const s3Endpoint = yield* optionalString("S3_ENDPOINT")
+  const s3Secret = yield* Config.option(Config.Redacted("S3_SECRET_ACCESS_KEY"))
+  const config: AppConfigShape = {
+    port,
+    host: yield* Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
+    baseUrl: yield* Config.String("BASE_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
+    dataDir: yield* Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
+    databaseUrl: yield* Config.option(Config.Redacted("DATABASE_URL")),
+    s3: Option.isSome(s3Bucket) || s3Endpoint !== undefined
+      ? Option.some({
+        endpoint: s3Endpoint,
+        bucket: Option.getOrElse(s3Bucket, () => "canopy"),
+        region: yield* Config.String("S3_REGION").pipe(Config.withDefault("us-east-1")),
+        accessKeyId: yield* optionalString("S3_ACCESS_KEY_ID"),
+        secretAccessKey: Option.getOrUndefined(s3Secret),
+        forcePathStyle: yield* Config.Boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(s3Endpoint !== undefined))
+      })
+      : Option.none(),
+    smtpUrl: yield* Config.option(Config.Redacted("SMTP_URL")),
+    mailFrom: yield* Config.String("MAIL_FROM").pipe(Config.withDefault("Canopy <canopy@localhost>")),
+    adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
+    masterKey: yield* Config.option(Config.Redacted("MASTER_KEY")),
+    region: yield* Config.String("REGION").pipe(Config.withDefault("local")),
+    runnerAddress: yield* hostPort("RUNNER_ADDRESS"),
+    runnerListenAddress: yield* hostPort("RUNNER_LISTEN_ADDRESS"),
+    outboundAllowPrivate: yield* Config.Boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+  }
+  return config
+})
+
+export class AppConfig extends Context.Service<AppConfig, AppConfigShape>()("canopy/platform/AppConfig") {
+  static readonly layer = Layer.effect(AppConfig, appConfig)
+  static readonly layerWith = (config: AppConfigShape) => Layer.succeed(AppConfig, config)
+}

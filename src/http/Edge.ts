@@ -1,0 +1,98 @@
+import { ByteSize, Cause, Effect, Option } from "effect"
+import type * as Types from "effect/Types"
+import { Headers, HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpApiError } from "effect/http-api"
+import * as SchemaIssue from "effect/SchemaIssue"
+import { randomBase62 } from "../../services/platform/Ids.ts"
+import { defaultError, errorResponse } from "./ErrorResponse.ts"
+import { RequestState } from "./RequestState.ts"
+
+const mebibyte = 1024 * 1024
+
+/** Body limits of GUIDE §4, by path; the first matching prefix wins. */
+const bodyLimits: ReadonlyArray<readonly [prefix: string, bytes: number]> = [
+  ["/api/v1/observe/sourcemaps", 50 * mebibyte],
+  ["/api/v1/observe/ingest", 10 * mebibyte],
+  ["/api/", 1 * mebibyte]
+]
+
+export const bodyLimitFor = (path: string): number | undefined =>
+  bodyLimits.find(([prefix]) => path.startsWith(prefix))?.[1]
+
+const requestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag !== "Empty" && /json/.test(String((response.body as { contentType?: string }).contentType))
+
+/** Turns whatever escaped the handlers into the GUIDE §4 body; stack traces stay in the log. */
+const responseForCause = (cause: Cause.Cause<unknown>) =>
+  Effect.gen(function*() {
+    for (const reason of cause.reasons) {
+      const error = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
+      if (HttpServerError.isHttpServerError(error)) {
+        if (error.reason._tag === "RouteNotFound") return errorResponse(404, "not_found", "No such route")
+        if (error.reason._tag === "RequestParseError") {
+          return error.reason.reason === "BodyTooLarge"
+            ? errorResponse(413, "payload_too_large", "The request body is over this route's limit")
+            : errorResponse(400, "validation_error", "The request body could not be read")
+        }
+      }
+      if (HttpApiError.HttpApiSchemaError.is(error)) {
+        return errorResponse(400, "validation_error", "The request does not match its schema", {
+          details: formatIssues(error.cause.issue).issues.map((issue) => ({
+            path: (issue.path ?? []).map(String).join("."),
+            message: issue.message
+          }))
+        })
+      }
+      if (HttpApiError.HttpApiPayloadTooLarge.is(error)) {
+        return errorResponse(413, "payload_too_large", "The request body is over this route's limit")
+      }
+    }
+    if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
+    yield* Effect.logError("unhandled request failure", cause)
+    return errorResponse(500, "internal_error", "Something went wrong on our side")
+  })
+
+/**
+ * The outermost middleware: request ids, body limits, the rate-limit headers, and the
+ * error model everywhere (unknown route 404, bad JSON 400, 413, 415, 500 without traces).
+ */
+export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
+  HttpServerResponse.HttpServerResponse,
+  Types.unhandled,
+  HttpServerRequest.HttpServerRequest
+> =>
+  Effect.gen(function*() {
+    const request = yield* HttpServerRequest.HttpServerRequest
+    const incomingId = request.headers["x-request-id"]
+    const state = {
+      requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomBase62(20),
+      rateLimitHeaders: undefined
+    }
+    const path = request.url.split("?", 1)[0]
+    const limit = bodyLimitFor(path)
+    const declaredLength = Number(request.headers["content-length"] ?? 0)
+
+    const response = limit !== undefined && declaredLength > limit
+      ? errorResponse(413, "payload_too_large", `The request body is over this route's limit of ${limit} bytes`)
+      : yield* httpEffect.pipe(
+        limit === undefined ? (effect) => effect : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit)),
+        Effect.provideService(RequestState, state),
+        Effect.catchCause(responseForCause)
+      )
+
+    const normalized = response.status >= 400 && !isJsonBody(response) && path.startsWith("/api/")
+      ? errorResponse(response.status, defaultError(response.status).error, defaultError(response.status).message)
+        .pipe(HttpServerResponse.setHeaders(Headers.remove(response.headers, ["content-type", "content-length"])))
+      : response
+    return normalized.pipe(
+      HttpServerResponse.setHeader("x-request-id", state.requestId),
+      state.rateLimitHeaders === undefined ? (r) => r : HttpServerResponse.setHeaders(state.rateLimitHeaders)
+    )
+  }), { global: true })
+
+export const clientIp = (request: HttpServerRequest.HttpServerRequest): string =>
+  Option.getOrElse(request.remoteAddress, () => "unknown")

@@ -1,0 +1,26 @@
+import { Layer } from "effect"
+import { HttpRouter } from "effect/http"
+import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { CanopyApi } from "./api/Api.ts"
+import { EdgeMiddleware } from "./Edge.ts"
+import { AdminHandlers } from "./handlers/Admin.ts"
+import { MeHandlers } from "./handlers/Me.ts"
+import { AdminAuthenticationLive, AuthenticationLive, SchemaErrorsLive } from "./handlers/Security.ts"
+import { SystemHandlers } from "./handlers/System.ts"
+import { PublicRateLimit } from "./PublicRateLimit.ts"
+import { RequestQuota } from "./RequestQuota.ts"
+
+const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
+  Layer.provide([SystemHandlers, MeHandlers, AdminHandlers]),
+  Layer.provide([AuthenticationLive, AdminAuthenticationLive, SchemaErrorsLive]),
+  Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
+)
+
+/** Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it. */
+export const HttpAppLive = Layer.mergeAll(
+  ApiRoutes,
+  HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
+  EdgeMiddleware
+)
+
+export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })

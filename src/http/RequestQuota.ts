@@ -1,0 +1,63 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { leaseSize, windowStart } from "../../services/platform/RateWindow.ts"
+import { Organization } from "../entities/Organization.ts"
+
+export interface QuotaDecision {
+  readonly allowed: boolean
+  readonly limit: number
+  readonly remaining: number
+  /** Unix second the window ends. */
+  readonly reset: number
+}
+
+interface LocalLease {
+  readonly start: number
+  readonly limit: number
+  /** Requests this runner took from the entity and has not spent yet. */
+  left: number
+  /** What the entity had left after the last lease. */
+  entityRemaining: number
+  exhausted: boolean
+}
+
+/**
+ * The per-organization request quota as this runner sees it. The organization's entity
+ * is the authority; the runner leases small batches from it (see `leaseSize`) so most
+ * requests are decided locally, and one runner's decision never exceeds the plan.
+ */
+export class RequestQuota extends Context.Service<RequestQuota, {
+  take(orgId: string, limit: number): Effect.Effect<QuotaDecision>
+}>()("canopy/http/RequestQuota") {
+  static readonly layer = Layer.effect(
+    RequestQuota,
+    Effect.gen(function*() {
+      const client = yield* Organization.client
+      const leases = new Map<string, LocalLease>()
+
+      const take = Effect.fnUntraced(function*(orgId: string, limit: number) {
+        const now = yield* Clock.currentTimeMillis
+        const start = windowStart(now)
+        const reset = start + 60
+        let local = leases.get(orgId)
+        if (local === undefined || local.start !== start || local.limit !== limit) {
+          local = { start, limit, left: 0, entityRemaining: limit, exhausted: false }
+          leases.set(orgId, local)
+        }
+        if (local.left === 0 && !local.exhausted) {
+          const result = yield* client(orgId).Lease({ limit, want: leaseSize(limit) }).pipe(Effect.orDie)
+          // Another fiber may have refilled the lease while this one waited.
+          local.left += result.granted
+          local.entityRemaining = result.remaining
+          local.exhausted = result.granted === 0 && local.left === 0
+        }
+        if (local.left === 0) {
+          return { allowed: false, limit, remaining: 0, reset }
+        }
+        local.left -= 1
+        return { allowed: true, limit, remaining: local.entityRemaining + local.left, reset }
+      })
+
+      return RequestQuota.of({ take })
+    })
+  )
+}

@@ -1,0 +1,17 @@
+import { HttpApi, OpenApi } from "effect/http-api"
+import { AdminApi } from "./Admin.ts"
+import { MeApi } from "./Me.ts"
+import { SchemaErrors } from "./Security.ts"
+import { SystemApi } from "./System.ts"
+
+/** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
+export class CanopyApi extends HttpApi.make("canopy")
+  .add(SystemApi)
+  .add(MeApi)
+  .add(AdminApi)
+  .middleware(SchemaErrors)
+  .annotateMerge(OpenApi.annotations({
+    title: "Canopy API",
+    description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
+  }))
+{}

@@ -1,0 +1,33 @@
+import { Context } from "effect"
+import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
+import { Forbidden, RateLimited, Unauthorized, ValidationError } from "../../../schemas/Errors.ts"
+import type { ApiScope } from "../../../schemas/Tenancy.ts"
+import type { Principal } from "../../../services/platform/ApiKeys.ts"
+
+/** The authenticated caller, provided to every endpoint behind `Authentication`. */
+export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("canopy/http/CurrentPrincipal") {}
+
+/** Endpoint annotation: the scope a key needs for it (checked by `Authentication`). */
+export class RequiredScope extends Context.Service<RequiredScope, ApiScope>()("canopy/http/RequiredScope") {}
+
+/** Bearer API key, scope check and the organization's request quota. */
+export class Authentication extends HttpApiMiddleware.Service<Authentication, {
+  provides: CurrentPrincipal
+}>()("canopy/http/Authentication", {
+  security: { bearer: HttpApiSecurity.bearer },
+  error: [Unauthorized, Forbidden, RateLimited]
+}) {}
+
+/** Bearer `ADMIN_TOKEN` for the admin API (outside the request quota). */
+export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthentication>()(
+  "canopy/http/AdminAuthentication",
+  {
+    security: { bearer: HttpApiSecurity.bearer },
+    error: Unauthorized
+  }
+) {}
+
+/** Renders request decoding failures as `400 validation_error` with `details`. */
+export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("canopy/http/SchemaErrors", {
+  error: ValidationError
+}) {}

@@ -1,0 +1,89 @@
+import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
+import { Cause, ErrorReporter } from "effect"
+import { HttpApiMiddleware } from "effect/http-api"
+import { createHash, timingSafeEqual } from "node:crypto"
+import { Forbidden, RateLimited, Unauthorized, ValidationError } from "../../../schemas/Errors.ts"
+import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
+import { AppConfig } from "../../../services/platform/AppConfig.ts"
+import * as SchemaIssue from "effect/SchemaIssue"
+import { AdminAuthentication, Authentication, CurrentPrincipal, RequiredScope, SchemaErrors } from "../api/Security.ts"
+import { RequestQuota } from "../RequestQuota.ts"
+import { RequestState } from "../RequestState.ts"
+
+export const rateLimitHeaders = (decision: { limit: number; remaining: number; reset: number }) => ({
+  "x-ratelimit-limit": String(decision.limit),
+  "x-ratelimit-remaining": String(decision.remaining),
+  "x-ratelimit-reset": String(decision.reset)
+})
+
+export const AuthenticationLive = Layer.effect(
+  Authentication,
+  Effect.gen(function*() {
+    const keys = yield* ApiKeys
+    const quota = yield* RequestQuota
+    return Authentication.of({
+      bearer: (httpEffect, { credential, endpoint }) =>
+        Effect.gen(function*() {
+          const principal = yield* keys.authenticate(Redacted.value(credential))
+          const decision = yield* quota.take(principal.org.id, principal.org.requestsPerMinute)
+          const headers: Record<string, string> = rateLimitHeaders(decision)
+          const state = yield* Effect.serviceOption(RequestState)
+          if (Option.isSome(state)) state.value.rateLimitHeaders = headers
+          if (!decision.allowed) {
+            const now = yield* Clock.currentTimeMillis
+            const retryAfter = Math.max(1, decision.reset - Math.floor(now / 1000))
+            headers["retry-after"] = String(retryAfter)
+            return yield* new RateLimited({
+              message: `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${retryAfter} s`,
+              retryAfter
+            })
+          }
+          const required = Context.getOption(endpoint.annotations, RequiredScope)
+          if (Option.isSome(required) && !principal.scopes.includes(required.value)) {
+            return yield* new Forbidden({ message: `This key lacks the '${required.value}' scope` })
+          }
+          return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
+        })
+    })
+  })
+)
+
+const digest = (value: string) => createHash("sha256").update(value).digest()
+
+export const AdminAuthenticationLive = Layer.effect(
+  AdminAuthentication,
+  Effect.gen(function*() {
+    const config = yield* AppConfig
+    const expected = digest(Option.match(config.adminToken, { onNone: () => "", onSome: Redacted.value }))
+    const unauthorized = new Unauthorized({ message: "Missing or wrong admin token" })
+    return AdminAuthentication.of({
+      bearer: (httpEffect, { credential }) => {
+        const token = Redacted.value(credential)
+        // Compare digests in constant time so the token cannot be guessed byte by byte.
+        return token.length > 0 && timingSafeEqual(digest(token), expected) ? httpEffect : Effect.fail(unauthorized)
+      }
+    })
+  })
+)
+
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {
+  if (error.kind === "Body" || error.kind === "ResponseHeaders") {
+    return Effect.andThen(ErrorReporter.report(Cause.fail(error)), Effect.die(error))
+  }
+  const slot = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+  const details = formatIssues(error.cause.issue).issues.map((issue) => ({
+    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
+      .join("."),
+    message: issue.message
+  }))
+  return Effect.fail(
+    new ValidationError({
+      message: details.length === 1
+        ? `Invalid ${details[0].path}: ${details[0].message}`
+        : `The request ${slot} is invalid`,
+      details
+    })
+  )
+})

@@ -1,0 +1,24 @@
+import { NodeRuntime } from "@effect/platform-node"
+import { Console, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import { AppLive } from "../layers/App.ts"
+import { loadOrCreateAdminToken } from "../services/platform/AdminToken.ts"
+import { appConfig } from "../services/platform/AppConfig.ts"
+
+/** `npm start`: everything embedded unless the environment says otherwise (README). */
+const main = Effect.gen(function*() {
+  const config = yield* appConfig
+  const admin = yield* loadOrCreateAdminToken(config.dataDir, config.adminToken)
+  const context = yield* Layer.build(AppLive({ ...config, adminToken: Option.some(admin.token) }))
+  const server = yield* HttpServer.HttpServer.pipe(Effect.provideContext(context))
+  const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
+  yield* Console.log(`Canopy is listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`)
+  if (admin.generated) {
+    yield* Console.log(`Admin token (saved to ${config.dataDir}/admin-token): ${Redacted.value(admin.token)}`)
+  } else if (Option.isNone(config.adminToken)) {
+    yield* Console.log(`Admin token: see ${config.dataDir}/admin-token`)
+  }
+  return yield* Effect.never
+})
+
+NodeRuntime.runMain(Effect.scoped(main), { disableErrorReporting: false })

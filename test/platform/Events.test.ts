@@ -1,0 +1,319 @@
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
+import type { Duration } from "effect"
+import { SqlClient } from "effect/sql"
+import { Database } from "../../services/platform/Database.ts"
+import { type DomainEvent, Events, type EventsOptions, EventsLagged } from "../../services/platform/Events.ts"
+import { createTestDatabase } from "../support/database.ts"
+
+/**
+ * A "runner": its own PgClient pool and its own Events layer (listener + reader fibers)
+ * on the shared test database, living in its own scope so a test can stop it.
+ */
+const startRunner = Effect.fnUntraced(function*(url: string, options?: EventsOptions) {
+  const scope = yield* Scope.make()
+  yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+  const layer = Events.layerWith(options).pipe(
+    Layer.provideMerge(Database.layer(Redacted.make(url), { maxConnections: 6 }))
+  )
+  const context = yield* Layer.buildWithScope(layer, scope)
+  return {
+    scope,
+    context,
+    events: Context.get(context, Events),
+    sql: Context.get(context, SqlClient.SqlClient),
+    pg: Context.get(context, PgClient.PgClient),
+    /** Runs an effect with this runner's services; scoped resources go into the runner's scope. */
+    run: <A, E>(
+      effect: Effect.Effect<A, E, Events | SqlClient.SqlClient | Scope.Scope>
+    ): Effect.Effect<A, E> => effect.pipe(Effect.provideContext(context), Scope.provide(scope)),
+    stop: Scope.close(scope, Exit.void)
+  }
+})
+
+/** Polls `condition` until it holds; fails the test after `timeout` instead of hanging. */
+const waitUntil = (label: string, condition: () => boolean, timeout: Duration.Input = "10 seconds") =>
+  Effect.gen(function*() {
+    while (!condition()) yield* Effect.sleep("20 millis")
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: timeout,
+      orElse: () => Effect.die(new Error(`timed out waiting for ${label}`))
+    })
+  )
+
+const takeWithin = <A, E>(queue: Queue.Dequeue<A, E>, timeout: Duration.Input = "10 seconds") =>
+  Queue.take(queue).pipe(
+    Effect.timeoutOrElse({ duration: timeout, orElse: () => Effect.die(new Error("timed out waiting for an event")) })
+  )
+
+const cursorOf = (sql: SqlClient.SqlClient, name: string) =>
+  Effect.map(
+    sql<{ lastEventId: bigint }>`SELECT last_event_id AS "lastEventId" FROM event_consumers WHERE name = ${name}`,
+    (rows) => Number(rows[0].lastEventId)
+  )
+
+/** Publishes one event in its own committed transaction and returns its id. */
+const publishCommitted = (type: string, data: unknown) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* Events
+    return yield* sql.withTransaction(Effect.gen(function*() {
+      yield* events.publish({ type, data })
+      const [row] = yield* sql<{ id: bigint }>`SELECT max(id) AS id FROM domain_events`
+      return Number(row.id)
+    }))
+  })
+
+describe("Events", () => {
+  it.live("an event committed on runner A reaches live subscribers and consumers on runner B", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const a = yield* startRunner(url)
+      // Committed before B starts: neither B's live stream nor a `from: "now"` consumer sees it.
+      yield* a.run(publishCommitted("old", { n: 0 }))
+      // B polls only once a minute: delivery within seconds proves the NOTIFY wake-up.
+      const b = yield* startRunner(url, { pollInterval: "1 minute" })
+      expect(a.pg).not.toBe(b.pg)
+
+      const live = yield* b.run(Effect.flatMap(Events, (events) => events.subscribe))
+      const consumed: Array<DomainEvent> = []
+      yield* b.run(Effect.flatMap(Events, (events) =>
+        events.consume("cross-runner", (event) => Effect.sync(() => consumed.push(event)), { from: "now" })))
+
+      yield* a.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* Events
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_x', 'acme', 'Acme', 'free')`
+          yield* events.publish({ type: "org.created", orgId: "org_x", data: { slug: "acme", tags: ["a", 1] } })
+        }))
+      }))
+
+      const event = yield* takeWithin(live, "5 seconds")
+      expect(event.type).toBe("org.created")
+      expect(event.orgId).toBe("org_x")
+      expect(event.data).toEqual({ slug: "acme", tags: ["a", 1] })
+      expect(event.createdAt).toBeInstanceOf(Date)
+      expect(typeof event.id).toBe("number")
+
+      yield* waitUntil("the consumer on runner B", () => consumed.length >= 1, "5 seconds")
+      expect(consumed.map((e) => e.id)).toEqual([event.id])
+      expect(consumed[0].type).toBe("org.created")
+    }))
+
+  it.live("a consumer started after a restart gets every committed event once, resuming after its cursor", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const publisher = yield* startRunner(url)
+      const ids: Array<number> = []
+      for (let n = 0; n < 6; n++) ids.push(yield* publisher.run(publishCommitted("tick", { n })))
+
+      // First life: one event per transaction; the handler hangs on the fourth event,
+      // which therefore never commits, and the runner is stopped there.
+      const first = yield* startRunner(url)
+      const firstSeen: Array<number> = []
+      const stuck = yield* Deferred.make<void>()
+      yield* first.run(Effect.flatMap(Events, (events) =>
+        events.consume("restart", (event) =>
+          Effect.gen(function*() {
+            firstSeen.push(event.id)
+            if (firstSeen.length === 4) {
+              yield* Deferred.succeed(stuck, undefined)
+              return yield* Effect.never
+            }
+          }), { batchSize: 1 })))
+      yield* Deferred.await(stuck).pipe(
+        Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error("consumer never started")) })
+      )
+      expect(firstSeen).toEqual(ids.slice(0, 4))
+      yield* first.stop
+
+      const cursor = yield* cursorOf(publisher.sql, "restart")
+      expect(cursor).toBe(ids[2])
+
+      // More events while nothing consumes.
+      for (let n = 6; n < 8; n++) ids.push(yield* publisher.run(publishCommitted("tick", { n })))
+
+      const second = yield* startRunner(url)
+      const secondSeen: Array<DomainEvent> = []
+      yield* second.run(Effect.flatMap(Events, (events) =>
+        events.consume("restart", (event) => Effect.sync(() => secondSeen.push(event)))))
+      yield* waitUntil("the restarted consumer to catch up", () => secondSeen.length >= 5)
+      yield* Effect.sleep("300 millis")
+      // Resumes right after the committed cursor: nothing lost, nothing committed redelivered.
+      expect(secondSeen.map((e) => e.id)).toEqual(ids.slice(3))
+      expect(secondSeen.map((e) => (e.data as { n: number }).n)).toEqual([3, 4, 5, 6, 7])
+      expect(yield* cursorOf(publisher.sql, "restart")).toBe(ids[7])
+    }))
+
+  it.live("an event whose transaction rolls back is never delivered", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url)
+      const other = yield* startRunner(url)
+      const live = yield* other.run(Effect.flatMap(Events, (events) => events.subscribe))
+      const consumed: Array<string> = []
+      yield* runner.run(Effect.flatMap(Events, (events) =>
+        events.consume("rollback", (event) => Effect.sync(() => consumed.push(event.type)))))
+
+      const failed = yield* runner.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* Events
+        return yield* sql.withTransaction(Effect.gen(function*() {
+          yield* events.publish({ type: "doomed", data: {} })
+          return yield* Effect.fail("change failed" as const)
+        })).pipe(Effect.exit)
+      }))
+      expect(Exit.isFailure(failed)).toBe(true)
+      yield* runner.run(publishCommitted("kept", {}))
+
+      const event = yield* takeWithin(live)
+      expect(event.type).toBe("kept")
+      yield* waitUntil("the consumer", () => consumed.length >= 1)
+      yield* Effect.sleep("300 millis")
+      expect(consumed).toEqual(["kept"])
+      expect(Option.isNone(yield* Queue.poll(live))).toBe(true)
+      const [{ count }] = yield* runner.sql<{ count: bigint }>`SELECT count(*) AS count FROM domain_events`
+      expect(Number(count)).toBe(1)
+    }))
+
+  it.live("an event that commits after a later-started publish is not skipped", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url)
+      const live = yield* runner.run(Effect.flatMap(Events, (events) => events.subscribe))
+
+      // Transaction 1 publishes first but commits late; transaction 2 publishes meanwhile.
+      const slow = yield* runner.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* Events
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* events.publish({ type: "slow", data: {} })
+          yield* Effect.sleep("700 millis")
+        }))
+      })).pipe(Effect.forkChild)
+      yield* Effect.sleep("150 millis")
+      yield* runner.run(publishCommitted("fast", {}))
+      yield* Fiber.join(slow)
+
+      const first = yield* takeWithin(live)
+      const second = yield* takeWithin(live)
+      expect([first.type, second.type]).toEqual(["slow", "fast"])
+      expect(first.id).toBeLessThan(second.id)
+    }))
+
+  it.live("one consumer name on two runners handles each event exactly once", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const a = yield* startRunner(url)
+      const b = yield* startRunner(url)
+      const handled: Array<{ readonly runner: string; readonly id: number }> = []
+      const consumer = (runner: string) =>
+        Effect.flatMap(Events, (events) =>
+          events.consume("shared", (event) =>
+            Effect.sync(() => handled.push({ runner, id: event.id })).pipe(Effect.andThen(Effect.sleep("2 millis"))), {
+            batchSize: 3
+          }))
+      yield* a.run(consumer("a"))
+      yield* b.run(consumer("b"))
+
+      const publishMany = (runner: typeof a, prefix: string) =>
+        Effect.forEach(Array.from({ length: 10 }, (_, n) => n), (n) =>
+          runner.run(Effect.flatMap(Events, (events) =>
+            n % 3 === 0 ?
+              events.publishAll([{ type: `${prefix}.batch`, data: { n } }, { type: `${prefix}.batch`, data: { n } }]) :
+              events.publish({ type: `${prefix}.single`, data: { n } }))).pipe(Effect.andThen(Effect.sleep("5 millis"))), {
+          discard: true
+        })
+      yield* Effect.all([publishMany(a, "a"), publishMany(b, "b")], { concurrency: 2, discard: true })
+
+      const published = (yield* a.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) => Number(r.id))
+      expect(published.length).toBe(28)
+      yield* waitUntil("both consumers to finish", () => handled.length >= published.length)
+      yield* Effect.sleep("500 millis")
+      // Exactly once overall, and in id order even across the two runners.
+      expect(handled.map((h) => h.id)).toEqual(published)
+      expect(yield* cursorOf(a.sql, "shared")).toBe(published[published.length - 1])
+    }))
+
+  it.live("a failing handler is retried and the cursor stays before the event until it succeeds", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url)
+      yield* runner.run(Effect.flatMap(Events, (events) =>
+        events.publishAll([
+          { type: "ok", data: { n: 1 } },
+          { type: "flaky", data: { n: 2 } },
+          { type: "ok", data: { n: 3 } }
+        ])))
+      const ids = (yield* runner.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) => Number(r.id))
+
+      const calls: Array<string> = []
+      const cursorsSeen: Array<number> = []
+      let flakyAttempts = 0
+      yield* runner.run(Effect.flatMap(Events, (events) =>
+        events.consume("flaky", (event) =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            calls.push(`${event.type}:${event.id}`)
+            if (event.type !== "flaky") return
+            flakyAttempts++
+            // The handler's SQL runs in the consumer's transaction: this row is rolled
+            // back with the failed attempt and committed with the successful one.
+            yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_flaky', 'flaky', 'Flaky', 'free')`
+            cursorsSeen.push(yield* cursorOf(sql, "flaky"))
+            if (flakyAttempts === 1) return yield* Effect.fail("webhook endpoint answered 503" as const)
+          }))))
+
+      yield* waitUntil("the retried event and the one after it", () => calls.length >= 4)
+      yield* Effect.sleep("300 millis")
+      expect(calls).toEqual([`ok:${ids[0]}`, `flaky:${ids[1]}`, `flaky:${ids[1]}`, `ok:${ids[2]}`])
+      // The first attempt ran in the batch that started at 0; the failure committed the
+      // cursor right before the flaky event, which is where the retry found it.
+      expect(cursorsSeen).toEqual([0, ids[0]])
+      expect(yield* cursorOf(runner.sql, "flaky")).toBe(ids[2])
+      const orgs = yield* runner.sql<{ id: string }>`SELECT id FROM organizations`
+      expect(orgs.map((o) => o.id)).toEqual(["org_flaky"])
+    }))
+
+  it.live("a slow live subscriber fails with EventsLagged without holding up the others", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url, { liveBufferSize: 4 })
+      const slow = yield* runner.run(runner.events.subscribe)
+      const fast: Array<DomainEvent> = []
+      yield* runner.run(Effect.forkScoped(Stream.runForEach(runner.events.live, (event) => Effect.sync(() => fast.push(event)))))
+      // The stream subscribes when it starts running: probe until it sees an event.
+      yield* Effect.gen(function*() {
+        while (fast.length === 0) {
+          yield* runner.run(publishCommitted("probe", {}))
+          yield* Effect.sleep("100 millis")
+        }
+      }).pipe(Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error("live never started")) }))
+
+      for (let n = 0; n < 10; n++) {
+        yield* runner.run(runner.events.publish({ type: "burst", data: { n } }))
+        yield* Effect.sleep("20 millis")
+      }
+      yield* waitUntil("the fast subscriber", () => fast.filter((e) => e.type === "burst").length >= 10)
+      expect(fast.filter((e) => e.type === "burst").map((e) => (e.data as { n: number }).n)).toEqual(
+        [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+      )
+      const ids = fast.map((e) => e.id)
+      expect(ids).toEqual([...ids].sort((x, y) => x - y))
+
+      // The slow one got what fitted in its buffer, in order, then the lag error.
+      const all = (yield* runner.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) => Number(r.id))
+      const slowSeen: Array<number> = []
+      const error = yield* Effect.gen(function*() {
+        while (true) slowSeen.push((yield* Queue.take(slow)).id)
+      }).pipe(
+        Effect.flip,
+        Effect.timeoutOrElse({ duration: "5 seconds", orElse: () => Effect.die(new Error("slow subscriber not failed")) })
+      )
+      expect(error).toBeInstanceOf(EventsLagged)
+      expect(slowSeen).toEqual(all.slice(0, 4))
+    }))
+})
