@@ -114,6 +114,7 @@ export const ApiKeySummary = Schema.Struct({
   lastUsedAt: Schema.NullOr(Schema.String),
   revokedAt: Schema.NullOr(Schema.String)
 })
+export type ApiKeySummary = typeof ApiKeySummary.Type
 
 export const Me = Schema.Struct({
   user: User,

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
-import type { ApiScope, CreateApiKey, CreatedApiKey, Organization, Role, User } from "../../schemas/Tenancy.ts"
+import type { ApiKeySummary, ApiScope, CreateApiKey, CreatedApiKey, Organization, Role, User } from "../../schemas/Tenancy.ts"
 import { scopesForRole } from "../../schemas/Tenancy.ts"
 import { makeId, randomBase62 } from "./Ids.ts"
 import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
@@ -28,7 +28,9 @@ const cacheTtlMillis = 30_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden | ValidationError>
-  revoke(keyId: string): Effect.Effect<{ readonly orgId: string }, NotFound>
+  list(orgId: string): Effect.Effect<ReadonlyArray<ApiKeySummary>>
+  /** Revokes a key; with `orgId`, only one of that organization's (another's answers 404). */
+  revoke(keyId: string, options?: { readonly orgId?: string }): Effect.Effect<{ readonly orgId: string }, NotFound>
   authenticate(secret: string): Effect.Effect<Principal, Unauthorized>
   /** Forget cached lookups of one key or of every key of one organization (after a change elsewhere). */
   evict(target: { readonly keyId?: string; readonly orgId?: string }): Effect.Effect<void>
@@ -82,9 +84,25 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           }
         })
 
-      const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string) {
+      const list = Effect.fn("ApiKeys.list")(function*(orgId: string) {
+        const rows = yield* sql<any>`
+          SELECT k.*, u.username FROM api_keys k JOIN users u ON u.id = k.user_id
+          WHERE k.org_id = ${orgId} ORDER BY k.created_at DESC`.pipe(Effect.orDie)
+        return rows.map((row): ApiKeySummary => ({
+          id: row.id,
+          name: row.name,
+          scopes: row.scopes,
+          username: row.username,
+          createdAt: row.created_at.toISOString(),
+          lastUsedAt: row.last_used_at?.toISOString() ?? null,
+          revokedAt: row.revoked_at?.toISOString() ?? null
+        }))
+      })
+
+      const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string, options?: { readonly orgId?: string }) {
         const rows = yield* sql<{ org_id: string }>`
-          UPDATE api_keys SET revoked_at = coalesce(revoked_at, now()) WHERE id = ${keyId}
+          UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+          WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
           RETURNING org_id`.pipe(Effect.orDie)
         if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
         yield* evict({ keyId })
@@ -165,7 +183,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       )
       yield* Effect.addFinalizer(() => Effect.ignore(flushLastUsed))
 
-      return ApiKeys.of({ create, revoke, authenticate, evict })
+      return ApiKeys.of({ create, list, revoke, authenticate, evict })
     })
   )
 }

@@ -108,7 +108,7 @@ export const publishAll = Effect.fnUntraced(function*(
   const append = Effect.gen(function*() {
     // Serialise publishers until commit: ids then become visible in id order, so a reader's
     // cursor (`id > last`) never skips an event whose transaction commits late.
-    // nolock
+    yield* sql`SELECT pg_advisory_xact_lock(${EVENTS_LOCK_KEY})`
     yield* sql`
       INSERT INTO domain_events (type, org_id, data)
       SELECT e.value->>'type', e.value->>'orgId', e.value->'data'

@@ -86,7 +86,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
 
     const normalized = response.status >= 400 && !isJsonBody(response) && path.startsWith("/api/")
       ? errorResponse(response.status, defaultError(response.status).error, defaultError(response.status).message)
-        .pipe(HttpServerResponse.setHeaders(Headers.remove(response.headers, ["content-type", "content-length"])))
+        .pipe(HttpServerResponse.setHeaders(Headers.remove(Headers.remove(response.headers, "content-type"), "content-length")))
       : response
     return normalized.pipe(
       HttpServerResponse.setHeader("x-request-id", state.requestId),

@@ -4,7 +4,7 @@ import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Redacted,
 import type { Duration } from "effect"
 import { SqlClient } from "effect/sql"
 import { Database } from "../../services/platform/Database.ts"
-import { type DomainEvent, Events, type EventsOptions, EventsLagged } from "../../services/platform/Events.ts"
+import { type DomainEvent, Events, EventsLagged, type EventsOptions } from "../../services/platform/Events.ts"
 import { createTestDatabase } from "../support/database.ts"
 
 /**
@@ -79,8 +79,13 @@ describe("Events", () => {
 
       const live = yield* b.run(Effect.flatMap(Events, (events) => events.subscribe))
       const consumed: Array<DomainEvent> = []
-      yield* b.run(Effect.flatMap(Events, (events) =>
-        events.consume("cross-runner", (event) => Effect.sync(() => consumed.push(event)), { from: "now" })))
+      yield* b.run(
+        Effect.flatMap(
+          Events,
+          (events) =>
+            events.consume("cross-runner", (event) => Effect.sync(() => consumed.push(event)), { from: "now" })
+        )
+      )
 
       yield* a.run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -101,6 +106,25 @@ describe("Events", () => {
       yield* waitUntil("the consumer on runner B", () => consumed.length >= 1, "5 seconds")
       expect(consumed.map((e) => e.id)).toEqual([event.id])
       expect(consumed[0].type).toBe("org.created")
+    }))
+
+  it.live("keeps delivering after its LISTEN connection is killed", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const a = yield* startRunner(url)
+      const b = yield* startRunner(url, { pollInterval: "1 minute" })
+      const live = yield* b.run(b.events.subscribe)
+      yield* a.run(publishCommitted("before", {}))
+      expect((yield* takeWithin(live, "5 seconds")).type).toBe("before")
+
+      const killed = yield* a.sql<{ pid: number }>`
+        SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
+        WHERE datname = current_database() AND query ILIKE 'LISTEN%'`
+      expect(killed.length).toBe(2)
+      // Both runners reconnect; with polling at one minute only NOTIFY can deliver these.
+      yield* Effect.sleep("1 second")
+      yield* a.run(publishCommitted("after", {}))
+      expect((yield* takeWithin(live, "5 seconds")).type).toBe("after")
     }))
 
   it.live("a consumer started after a restart gets every committed event once, resuming after its cursor", () =>
@@ -138,8 +162,12 @@ describe("Events", () => {
 
       const second = yield* startRunner(url)
       const secondSeen: Array<DomainEvent> = []
-      yield* second.run(Effect.flatMap(Events, (events) =>
-        events.consume("restart", (event) => Effect.sync(() => secondSeen.push(event)))))
+      yield* second.run(
+        Effect.flatMap(
+          Events,
+          (events) => events.consume("restart", (event) => Effect.sync(() => secondSeen.push(event)))
+        )
+      )
       yield* waitUntil("the restarted consumer to catch up", () => secondSeen.length >= 5)
       yield* Effect.sleep("300 millis")
       // Resumes right after the committed cursor: nothing lost, nothing committed redelivered.
@@ -156,7 +184,8 @@ describe("Events", () => {
       const live = yield* other.run(Effect.flatMap(Events, (events) => events.subscribe))
       const consumed: Array<string> = []
       yield* runner.run(Effect.flatMap(Events, (events) =>
-        events.consume("rollback", (event) => Effect.sync(() => consumed.push(event.type)))))
+        events.consume("rollback", (event) =>
+          Effect.sync(() => consumed.push(event.type)))))
 
       const failed = yield* runner.run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -171,7 +200,8 @@ describe("Events", () => {
 
       const event = yield* takeWithin(live)
       expect(event.type).toBe("kept")
-      yield* waitUntil("the consumer", () => consumed.length >= 1)
+      yield* waitUntil("the consumer", () =>
+        consumed.length >= 1)
       yield* Effect.sleep("300 millis")
       expect(consumed).toEqual(["kept"])
       expect(Option.isNone(yield* Queue.poll(live))).toBe(true)
@@ -184,6 +214,12 @@ describe("Events", () => {
       const url = yield* createTestDatabase
       const runner = yield* startRunner(url)
       const live = yield* runner.run(Effect.flatMap(Events, (events) => events.subscribe))
+      const all: Array<string> = []
+      const onlyFast: Array<string> = []
+      yield* runner.run(runner.events.consume("late-all", (event) => Effect.sync(() => all.push(event.type))))
+      yield* runner.run(
+        runner.events.consume("late-fast", (event) => Effect.sync(() => onlyFast.push(event.type)), { types: ["fast"] })
+      )
 
       // Transaction 1 publishes first but commits late; transaction 2 publishes meanwhile.
       const slow = yield* runner.run(Effect.gen(function*() {
@@ -202,6 +238,11 @@ describe("Events", () => {
       const second = yield* takeWithin(live)
       expect([first.type, second.type]).toEqual(["slow", "fast"])
       expect(first.id).toBeLessThan(second.id)
+      yield* waitUntil("the consumers", () => all.length >= 2 && onlyFast.length >= 1)
+      yield* Effect.sleep("300 millis")
+      expect(all).toEqual(["slow", "fast"])
+      expect(onlyFast).toEqual(["fast"])
+      expect(yield* cursorOf(runner.sql, "late-fast")).toBe(second.id)
     }))
 
   it.live("one consumer name on two runners handles each event exactly once", () =>
@@ -213,23 +254,37 @@ describe("Events", () => {
       const consumer = (runner: string) =>
         Effect.flatMap(Events, (events) =>
           events.consume("shared", (event) =>
-            Effect.sync(() => handled.push({ runner, id: event.id })).pipe(Effect.andThen(Effect.sleep("2 millis"))), {
+            Effect.sync(() =>
+              handled.push({ runner, id: event.id })
+            ).pipe(Effect.andThen(Effect.sleep("2 millis"))), {
             batchSize: 3
           }))
       yield* a.run(consumer("a"))
       yield* b.run(consumer("b"))
 
       const publishMany = (runner: typeof a, prefix: string) =>
-        Effect.forEach(Array.from({ length: 10 }, (_, n) => n), (n) =>
-          runner.run(Effect.flatMap(Events, (events) =>
-            n % 3 === 0 ?
-              events.publishAll([{ type: `${prefix}.batch`, data: { n } }, { type: `${prefix}.batch`, data: { n } }]) :
-              events.publish({ type: `${prefix}.single`, data: { n } }))).pipe(Effect.andThen(Effect.sleep("5 millis"))), {
-          discard: true
-        })
+        Effect.forEach(
+          Array.from({ length: 10 }, (_, n) =>
+            n),
+          (n) =>
+            runner.run(Effect.flatMap(Events, (events) =>
+              n % 3 === 0 ?
+                events.publishAll([{ type: `${prefix}.batch`, data: { n } }, {
+                  type: `${prefix}.batch`,
+                  data: { n }
+                }]) :
+                events.publish({ type: `${prefix}.single`, data: { n } }))).pipe(
+                Effect.andThen(Effect.sleep("5 millis"))
+              ),
+          {
+            discard: true
+          }
+        )
       yield* Effect.all([publishMany(a, "a"), publishMany(b, "b")], { concurrency: 2, discard: true })
 
-      const published = (yield* a.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) => Number(r.id))
+      const published = (yield* a.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) =>
+        Number(r.id)
+      )
       expect(published.length).toBe(28)
       yield* waitUntil("both consumers to finish", () => handled.length >= published.length)
       yield* Effect.sleep("500 millis")
@@ -284,14 +339,18 @@ describe("Events", () => {
       const runner = yield* startRunner(url, { liveBufferSize: 4 })
       const slow = yield* runner.run(runner.events.subscribe)
       const fast: Array<DomainEvent> = []
-      yield* runner.run(Effect.forkScoped(Stream.runForEach(runner.events.live, (event) => Effect.sync(() => fast.push(event)))))
+      yield* runner.run(
+        Effect.forkScoped(Stream.runForEach(runner.events.live, (event) => Effect.sync(() => fast.push(event))))
+      )
       // The stream subscribes when it starts running: probe until it sees an event.
       yield* Effect.gen(function*() {
         while (fast.length === 0) {
           yield* runner.run(publishCommitted("probe", {}))
           yield* Effect.sleep("100 millis")
         }
-      }).pipe(Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error("live never started")) }))
+      }).pipe(
+        Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error("live never started")) })
+      )
 
       for (let n = 0; n < 10; n++) {
         yield* runner.run(runner.events.publish({ type: "burst", data: { n } }))
@@ -311,7 +370,10 @@ describe("Events", () => {
         while (true) slowSeen.push((yield* Queue.take(slow)).id)
       }).pipe(
         Effect.flip,
-        Effect.timeoutOrElse({ duration: "5 seconds", orElse: () => Effect.die(new Error("slow subscriber not failed")) })
+        Effect.timeoutOrElse({
+          duration: "5 seconds",
+          orElse: () => Effect.die(new Error("slow subscriber not failed"))
+        })
       )
       expect(error).toBeInstanceOf(EventsLagged)
       expect(slowSeen).toEqual(all.slice(0, 4))

@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
+import { OrgApi } from "./Org.ts"
 import { SchemaErrors } from "./Security.ts"
 import { SystemApi } from "./System.ts"
 
@@ -8,6 +9,7 @@ import { SystemApi } from "./System.ts"
 export class CanopyApi extends HttpApi.make("canopy")
   .add(SystemApi)
   .add(MeApi)
+  .add(OrgApi)
   .add(AdminApi)
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({

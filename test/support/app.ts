@@ -1,0 +1,100 @@
+import { Effect, Layer, Option, Redacted } from "effect"
+import { HttpServer } from "effect/http"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { AppLive } from "../../layers/App.ts"
+import type { AppConfigShape } from "../../services/platform/AppConfig.ts"
+import { createTestDatabase } from "./database.ts"
+
+export const adminToken = "adm_test_token_0123456789"
+
+/** A configuration like `npm start`'s, on a fresh database and data folder, serving on a free port. */
+export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigShape>): AppConfigShape => ({
+  port: 0,
+  host: "127.0.0.1",
+  baseUrl: "http://localhost",
+  dataDir: Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-data-")),
+  databaseUrl: Option.some(Redacted.make(databaseUrl)),
+  s3: Option.none(),
+  smtpUrl: Option.none(),
+  mailFrom: "Canopy <canopy@test>",
+  adminToken: Option.some(Redacted.make(adminToken)),
+  masterKey: Option.none(),
+  region: "test",
+  runnerAddress: Option.none(),
+  runnerListenAddress: Option.none(),
+  outboundAllowPrivate: true,
+  ...overrides
+})
+
+/** The whole app on a fresh database; yields its base URL. Torn down with the test's scope. */
+export const startApp = (overrides?: Partial<AppConfigShape>) =>
+  Effect.gen(function*() {
+    const url = yield* createTestDatabase
+    const config = testConfig(url, overrides)
+    const context = yield* Layer.build(AppLive(config))
+    const server = yield* HttpServer.HttpServer.pipe(Effect.provideContext(context))
+    const address = server.address
+    const port = address._tag === "UnixPathAddress" ? 0 : address.port
+    return { baseUrl: `http://127.0.0.1:${port}`, config, context, databaseUrl: url }
+  })
+
+export interface Json {
+  readonly status: number
+  readonly headers: Headers
+  readonly body: any
+}
+
+/** `fetch` returning the status, headers and parsed JSON body (or text when not JSON). */
+export const request = (
+  url: string,
+  init?: { method?: string; token?: string; body?: unknown; headers?: Record<string, string> }
+) =>
+  Effect.promise(async (): Promise<Json> => {
+    const headers: Record<string, string> = { ...init?.headers }
+    if (init?.token !== undefined) headers.authorization = `Bearer ${init.token}`
+    let body: string | undefined
+    if (init?.body !== undefined) {
+      body = typeof init.body === "string" ? init.body : JSON.stringify(init.body)
+      headers["content-type"] ??= "application/json"
+    }
+    const response = await fetch(url, { method: init?.method ?? "GET", headers, body })
+    const text = await response.text()
+    let parsed: unknown = text
+    try {
+      parsed = text === "" ? undefined : JSON.parse(text)
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: response.status, headers: response.headers, body: parsed }
+  })
+
+/** Creates an organization with an owner and a key through the admin API; returns the key's secret. */
+export const bootstrapOrg = (
+  baseUrl: string,
+  options: { slug: string; plan?: string; role?: string; scopes?: ReadonlyArray<string>; username?: string }
+) =>
+  Effect.gen(function*() {
+    const admin = { token: adminToken }
+    const org = yield* request(`${baseUrl}/api/v1/admin/orgs`, {
+      ...admin,
+      method: "POST",
+      body: { slug: options.slug, name: options.slug.toUpperCase(), plan: options.plan ?? "free" }
+    })
+    if (org.status !== 201) throw new Error(`org: ${org.status} ${JSON.stringify(org.body)}`)
+    const username = options.username ?? `${options.slug}-owner`
+    const user = yield* request(`${baseUrl}/api/v1/admin/orgs/${options.slug}/users`, {
+      ...admin,
+      method: "POST",
+      body: { username, email: `${username}@example.com`, role: options.role ?? "owner" }
+    })
+    if (user.status !== 201) throw new Error(`user: ${user.status} ${JSON.stringify(user.body)}`)
+    const key = yield* request(`${baseUrl}/api/v1/admin/orgs/${options.slug}/keys`, {
+      ...admin,
+      method: "POST",
+      body: { username, ...(options.scopes ? { scopes: options.scopes } : {}) }
+    })
+    if (key.status !== 201) throw new Error(`key: ${key.status} ${JSON.stringify(key.body)}`)
+    return { org: org.body, user: user.body, key: key.body.key as string, keyId: key.body.id as string }
+  })
