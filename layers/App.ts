@@ -3,6 +3,7 @@ import { Layer } from "effect"
 import { createServer } from "node:http"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
+import { Events } from "../services/platform/Events.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
@@ -19,7 +20,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = ApiKeys.layer.pipe(Layer.provideMerge(Tenancy.layer))
+  const Domain = ApiKeys.layer.pipe(Layer.provideMerge(Tenancy.layer), Layer.provideMerge(Events.layer))
   const Entities = OrganizationEntityLayer
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))

@@ -1,9 +1,10 @@
-import { Clock, Context, Effect, Layer, Schedule } from "effect"
+import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
 import type { ApiKeySummary, ApiScope, CreateApiKey, CreatedApiKey, Organization, Role, User } from "../../schemas/Tenancy.ts"
 import { scopesForRole } from "../../schemas/Tenancy.ts"
+import { Events, publish } from "./Events.ts"
 import { makeId, randomBase62 } from "./Ids.ts"
 import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
 
@@ -100,10 +101,15 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string, options?: { readonly orgId?: string }) {
-        const rows = yield* sql<{ org_id: string }>`
-          UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-          WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
-          RETURNING org_id`.pipe(Effect.orDie)
+        const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          const rows = yield* sql<{ org_id: string }>`
+            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
+            WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
+            RETURNING org_id`
+          // Other runners drop their cached lookup of this key when the event arrives.
+          if (rows.length > 0) yield* publish({ type: "apikey.revoked", orgId: rows[0].org_id, data: { keyId } })
+          return rows
+        })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
         if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
         yield* evict({ keyId })
         return { orgId: rows[0].org_id }
@@ -182,6 +188,21 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         Effect.forkScoped
       )
       yield* Effect.addFinalizer(() => Effect.ignore(flushLastUsed))
+
+      // Revocations and plan changes made on any runner evict this runner's cached lookups;
+      // if this runner fell behind the event stream it forgets everything instead.
+      const events = yield* Events
+      yield* events.live.pipe(
+        Stream.runForEach((event) => {
+          const data = event.data as { readonly keyId?: string }
+          if (event.type === "apikey.revoked") return evict({ keyId: data.keyId })
+          if (event.type === "org.updated" && event.orgId !== null) return evict({ orgId: event.orgId })
+          return Effect.void
+        }),
+        Effect.catchCause(() => Effect.sync(() => cache.clear())),
+        Effect.forever,
+        Effect.forkScoped
+      )
 
       return ApiKeys.of({ create, list, revoke, authenticate, evict })
     })

@@ -362,6 +362,7 @@ export class Events extends Context.Service<Events, {
    * exponential backoff (100 ms up to 30 s) until it succeeds; an interrupted batch rolls
    * back and is delivered again. Keep handlers short: they hold a connection and the row
    * lock, and an `Events.publish` inside them holds the publish lock, until the batch commits.
+   * The loop wakes on the same notifications as `live` and polls every `pollInterval`.
    */
   readonly consume: <E, R>(
     name: string,

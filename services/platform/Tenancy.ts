@@ -11,6 +11,7 @@ import type {
   UpdateOrganization,
   User
 } from "../../schemas/Tenancy.ts"
+import { publish } from "./Events.ts"
 import { makeId } from "./Ids.ts"
 import { requestsPerMinute } from "./Plans.ts"
 
@@ -52,8 +53,7 @@ export const toUser = (row: UserRow): User => ({
   createdAt: row.created_at.toISOString()
 })
 
-const isUniqueViolation = (error: SqlError) => String((error.cause as any)?.code ?? "") === "23505" ||
-  /duplicate key|unique constraint/i.test(String((error as any).cause?.message ?? error.message))
+export const isUniqueViolation = (error: SqlError) => error.reason._tag === "UniqueViolation"
 
 /**
  * Organizations, users and memberships (GUIDE §3). Changes that other runners cache
@@ -96,7 +96,7 @@ export class Tenancy extends Context.Service<Tenancy, {
       const updateOrganization = Effect.fn("Tenancy.updateOrganization")(
         function*(slug: string, input: UpdateOrganization) {
           const current = yield* findOrganization(slug)
-          const rows = yield* sql<OrganizationRow>`
+          const update = sql<OrganizationRow>`
             UPDATE organizations SET
               name = ${input.name ?? current.name},
               plan = ${input.plan ?? current.plan},
@@ -107,7 +107,11 @@ export class Tenancy extends Context.Service<Tenancy, {
           },
               updated_at = now()
             WHERE id = ${current.id}
-            RETURNING *`.pipe(Effect.orDie)
+            RETURNING *`
+          // Runners cache the plan with each key lookup; the event tells them to drop it.
+          const rows = yield* sql.withTransaction(
+            Effect.tap(update, () => publish({ type: "org.updated", orgId: current.id, data: { slug } }))
+          ).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
           return toOrganization(rows[0])
         }
       )

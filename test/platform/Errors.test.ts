@@ -1,0 +1,125 @@
+import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
+import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
+
+const expectErrorBody = (body: any, error: string) => {
+  expect(body.error).toBe(error)
+  expect(typeof body.message).toBe("string")
+  expect(JSON.stringify(body)).not.toMatch(/\bat .*\.ts:\d+/)
+}
+
+/** Each row of GUIDE §4's error table, produced through the real server. */
+describe("error model", () => {
+  it.live("400, 401, 403, 404, 409, 413, 415 and request ids", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const base = app.baseUrl
+      const { key } = yield* bootstrapOrg(base, { slug: "errors", scopes: ["monitors:read"] })
+      const admin = { token: adminToken }
+
+      const invalid = yield* request(`${base}/api/v1/admin/orgs`, {
+        ...admin,
+        method: "POST",
+        body: { slug: "Not A Slug", name: "x" }
+      })
+      expect(invalid.status).toBe(400)
+      expectErrorBody(invalid.body, "validation_error")
+      expect(invalid.body.details).toEqual([{ path: "body.slug", message: expect.any(String) }])
+
+      const missingField = yield* request(`${base}/api/v1/admin/orgs`, { ...admin, method: "POST", body: { slug: "ok" } })
+      expect(missingField.status).toBe(400)
+      expect(missingField.body.details[0].path).toBe("body.name")
+
+      const malformed = yield* request(`${base}/api/v1/admin/orgs`, { ...admin, method: "POST", body: "{not json" })
+      expect(malformed.status).toBe(400)
+      expectErrorBody(malformed.body, "validation_error")
+
+      const unauthorized = yield* request(`${base}/api/v1/me`)
+      expect(unauthorized.status).toBe(401)
+      expectErrorBody(unauthorized.body, "unauthorized")
+      const malformedKey = yield* request(`${base}/api/v1/me`, { token: "not-a-key" })
+      expect(malformedKey.status).toBe(401)
+
+      const forbidden = yield* request(`${base}/api/v1/org/keys`, { token: key })
+      expect(forbidden.status).toBe(403)
+      expectErrorBody(forbidden.body, "forbidden")
+
+      const unknownRoute = yield* request(`${base}/api/v1/no/such/route`, { token: key })
+      expect(unknownRoute.status).toBe(404)
+      expectErrorBody(unknownRoute.body, "not_found")
+      const unknownOrg = yield* request(`${base}/api/v1/admin/orgs/nobody`, { ...admin, method: "PATCH", body: {} })
+      expect(unknownOrg.status).toBe(404)
+      expectErrorBody(unknownOrg.body, "not_found")
+
+      const conflict = yield* request(`${base}/api/v1/admin/orgs`, {
+        ...admin,
+        method: "POST",
+        body: { slug: "errors", name: "Twice" }
+      })
+      expect(conflict.status).toBe(409)
+      expectErrorBody(conflict.body, "conflict")
+
+      const tooLarge = yield* request(`${base}/api/v1/admin/orgs`, {
+        ...admin,
+        method: "POST",
+        body: JSON.stringify({ slug: "big", name: "x".repeat(2 * 1024 * 1024) })
+      })
+      expect(tooLarge.status).toBe(413)
+      expectErrorBody(tooLarge.body, "payload_too_large")
+
+      // A chunked body has no Content-Length: the limit applies while reading.
+      const chunked = yield* Effect.promise(async () => {
+        const chunk = new TextEncoder().encode("x".repeat(64 * 1024))
+        let sent = 0
+        const body = new ReadableStream({
+          pull(controller) {
+            if (sent++ < 40) controller.enqueue(chunk)
+            else controller.close()
+          }
+        })
+        const response = await fetch(`${base}/api/v1/admin/orgs`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+          body,
+          duplex: "half"
+        } as RequestInit)
+        return { status: response.status, body: await response.json() }
+      })
+      expect(chunked.status).toBe(413)
+      expectErrorBody(chunked.body, "payload_too_large")
+
+      const wrongType = yield* request(`${base}/api/v1/admin/orgs`, {
+        ...admin,
+        method: "POST",
+        body: "slug=x",
+        headers: { "content-type": "text/plain" }
+      })
+      expect(wrongType.status).toBe(415)
+      expectErrorBody(wrongType.body, "unsupported_media_type")
+
+      for (const response of [invalid, unauthorized, forbidden, unknownRoute, conflict, tooLarge, wrongType]) {
+        expect(response.headers.get("x-request-id")).toMatch(/^[A-Za-z0-9._-]{1,64}$/)
+      }
+      const echoed = yield* request(`${base}/healthz`, { headers: { "x-request-id": "trace-123" } })
+      expect(echoed.headers.get("x-request-id")).toBe("trace-123")
+      expect(echoed.body).toEqual({ status: "ok" })
+    }).pipe(Effect.scoped))
+
+  it.live("500 internal_error without a stack trace, and the process keeps serving", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      // Break the database under the running server: its queries now fail unexpectedly.
+      yield* Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql`ALTER TABLE organizations RENAME TO organizations_gone`
+      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(app.databaseUrl), maxConnections: 1 })))
+      const broken = yield* request(`${app.baseUrl}/api/v1/admin/orgs`, { token: adminToken })
+      expect(broken.status).toBe(500)
+      expect(broken.body).toEqual({ error: "internal_error", message: expect.any(String) })
+      expect(JSON.stringify(broken.body)).not.toContain("organizations")
+      const health = yield* request(`${app.baseUrl}/healthz`)
+      expect(health.status).toBe(200)
+    }).pipe(Effect.scoped))
+})
