@@ -33,4 +33,4 @@ USER node
 # 3000: HTTP (PORT). 34431: cluster runner socket (RUNNER_ADDRESS / RUNNER_LISTEN_ADDRESS).
 EXPOSE 3000 34431
 
-CMD ["node", "src/main.ts"]
+CMD ["npm", "start"]

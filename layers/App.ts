@@ -5,6 +5,10 @@ import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
+import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
+import { Checker } from "../services/monitoring/checks/Checker.ts"
+import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
+import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { ClusterLive } from "./Cluster.ts"
@@ -21,7 +25,12 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const Domain = ApiKeys.layer.pipe(Layer.provideMerge(Tenancy.layer), Layer.provideMerge(Events.layer))
-  const Entities = OrganizationEntityLayer
+  const Monitoring = MonitorSchedulingLive().pipe(
+    Layer.provideMerge(CheckRecorder.layer),
+    Layer.provideMerge(Checker.layer),
+    Layer.provideMerge(OutboundGuard.layerFromConfig)
+  )
+  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )

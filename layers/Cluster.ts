@@ -12,7 +12,10 @@ const sharding = {
   shardLockRefreshInterval: "2 seconds",
   shardLockExpiration: "8 seconds",
   runnerHealthCheckInterval: "2 seconds",
-  entityMessagePollInterval: "1 second"
+  entityMessagePollInterval: "1 second",
+  // One resident Monitor entity per active monitor (src/entities/Monitor.ts): the default
+  // cap of 10,000 would stop new monitors from being scheduled.
+  maxResidentEntities: "unbounded"
 } as const
 
 /**

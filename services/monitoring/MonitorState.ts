@@ -75,10 +75,6 @@ export const transition = (
   }
 }
 
-/** Statuses whose time counts in uptime (not down) or downtime (down); others count in neither. */
-export const uptimeClass = (status: MonitorStatus): "up" | "down" | undefined =>
-  status === "up" || status === "degraded" ? "up" : status === "down" ? "down" : undefined
-
 // ---------------------------------------------------------------------------
 // Slot arithmetic
 // ---------------------------------------------------------------------------

@@ -1,0 +1,42 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import { adminToken, request, startApp } from "../support/app.ts"
+
+const cli = (baseUrl: string, args: ReadonlyArray<string>) =>
+  Effect.callback<{ code: number; stdout: string; stderr: string }>((resume) => {
+    execFile(
+      "node_modules/.bin/tsx",
+      ["src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
+      { timeout: 30_000 },
+      (error, stdout, stderr) => resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
+    )
+  })
+
+describe("npm run cli", () => {
+  it.live("bootstraps an organization, a user and a key like the admin API", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const org = yield* cli(app.baseUrl, ["org", "create", "cli-org", "CLI Org", "--plan", "pro"])
+      expect(org.code).toBe(0)
+      expect(JSON.parse(org.stdout)).toMatchObject({ slug: "cli-org", plan: "pro", requestsPerMinute: 300 })
+
+      const user = yield* cli(app.baseUrl, ["user", "add", "cli-org", "cleo", "cleo@example.com", "--role", "admin"])
+      expect(JSON.parse(user.stdout)).toMatchObject({ username: "cleo", role: "admin" })
+
+      const key = yield* cli(app.baseUrl, ["key", "create", "cli-org", "cleo", "monitors:read", "status:read"])
+      const created = JSON.parse(key.stdout)
+      expect(created.scopes).toEqual(["monitors:read", "status:read"])
+      const me = yield* request(`${app.baseUrl}/api/v1/me`, { token: created.key })
+      expect(me.body.user.username).toBe("cleo")
+
+      const revoked = yield* cli(app.baseUrl, ["key", "revoke", created.id])
+      expect(revoked.code).toBe(0)
+      expect((yield* request(`${app.baseUrl}/api/v1/me`, { token: created.key })).status).toBe(401)
+
+      const duplicate = yield* cli(app.baseUrl, ["org", "create", "cli-org", "Again"])
+      expect(duplicate.code).not.toBe(0)
+      expect(duplicate.stderr).toContain("Organization slug 'cli-org' is taken")
+      expect(duplicate.stderr).not.toMatch(/\bat .*\.ts:\d+/)
+    }).pipe(Effect.scoped), { timeout: 120_000 })
+})
