@@ -6,6 +6,8 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { Events } from "../services/platform/Events.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
+import { Monitors } from "../services/monitoring/Monitors.ts"
+import { Uptime } from "../services/monitoring/Uptime.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
@@ -24,7 +26,11 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = ApiKeys.layer.pipe(Layer.provideMerge(Tenancy.layer), Layer.provideMerge(Events.layer))
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer).pipe(
+    Layer.provideMerge(Uptime.layer),
+    Layer.provideMerge(Tenancy.layer),
+    Layer.provideMerge(Events.layer)
+  )
   const Monitoring = MonitorSchedulingLive().pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),

@@ -277,7 +277,7 @@ const make = Effect.gen(function*() {
         })
       }
       // Last: the publish lock is held until commit.
-      yield* events.publishAll(published)
+      yield* events.publishAll(published).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     }))
 

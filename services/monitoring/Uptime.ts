@@ -262,7 +262,9 @@ export class Uptime extends Context.Service<Uptime, {
       const sql = yield* SqlClient.SqlClient
 
       const currentNow = (options?: { readonly now?: Date | undefined }) =>
-        options?.now !== undefined ? Effect.succeed(options.now) : Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+        options?.now !== undefined
+          ? Effect.succeed(options.now)
+          : Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
       const totals = <W extends UptimeWindow>(
         monitorIds: ReadonlyArray<string>,

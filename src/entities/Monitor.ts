@@ -191,7 +191,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
         return Effect.void
       }
       // A stale signal must not cut the new fiber's first sleep short.
-      Queue.clearUnsafe(signal)
+      Queue.takeUnsafe(signal)
       return Effect.asVoid(Effect.tap(Effect.forkIn(loop, scope), (forked) =>
         Effect.sync(() => {
           fiber = forked

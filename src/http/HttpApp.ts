@@ -5,6 +5,7 @@ import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
 import { MeHandlers } from "./handlers/Me.ts"
+import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { AdminAuthenticationLive, AuthenticationLive, SchemaErrorsLive } from "./handlers/Security.ts"
 import { SystemHandlers } from "./handlers/System.ts"
@@ -12,7 +13,7 @@ import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, AdminHandlers]),
+  Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, SchemaErrorsLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

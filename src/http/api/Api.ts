@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
+import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
 import { SchemaErrors } from "./Security.ts"
 import { SystemApi } from "./System.ts"
@@ -10,6 +11,7 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(SystemApi)
   .add(MeApi)
   .add(OrgApi)
+  .add(MonitorsApi)
   .add(AdminApi)
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({
