@@ -29,7 +29,7 @@ export interface AppConfigShape {
 }
 
 const hostPort = (name: string) =>
-  Config.option(Config.String(name)).pipe(
+  nonEmptyString(name).pipe(
     Config.map(Option.map((value) => {
       const index = value.lastIndexOf(":")
       return index < 0
@@ -38,19 +38,24 @@ const hostPort = (name: string) =>
     }))
   )
 
-const optionalString = (name: string) => Config.option(Config.String(name)).pipe(Config.map(Option.getOrUndefined))
+/** An empty variable counts as unset, so `FOO=` in a compose file means "use the default". */
+const nonEmptyString = (name: string) =>
+  Config.option(Config.String(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
+const nonEmptyRedacted = (name: string) =>
+  Config.option(Config.Redacted(name)).pipe(Config.map(Option.filter((value) => Redacted.value(value).trim() !== "")))
+const optionalString = (name: string) => nonEmptyString(name).pipe(Config.map(Option.getOrUndefined))
 
 export const appConfig = Effect.gen(function*() {
   const port = yield* Config.Port("PORT").pipe(Config.withDefault(3000))
-  const s3Bucket = yield* Config.option(Config.String("S3_BUCKET"))
+  const s3Bucket = yield* nonEmptyString("S3_BUCKET")
   const s3Endpoint = yield* optionalString("S3_ENDPOINT")
-  const s3Secret = yield* Config.option(Config.Redacted("S3_SECRET_ACCESS_KEY"))
+  const s3Secret = yield* nonEmptyRedacted("S3_SECRET_ACCESS_KEY")
   const config: AppConfigShape = {
     port,
     host: yield* Config.String("HOST").pipe(Config.withDefault("0.0.0.0")),
     baseUrl: yield* Config.String("BASE_URL").pipe(Config.withDefault(`http://localhost:${port}`)),
     dataDir: yield* Config.String("DATA_DIR").pipe(Config.withDefault("./.data")),
-    databaseUrl: yield* Config.option(Config.Redacted("DATABASE_URL")),
+    databaseUrl: yield* nonEmptyRedacted("DATABASE_URL"),
     s3: Option.isSome(s3Bucket) || s3Endpoint !== undefined
       ? Option.some({
         endpoint: s3Endpoint,
@@ -61,10 +66,10 @@ export const appConfig = Effect.gen(function*() {
         forcePathStyle: yield* Config.Boolean("S3_FORCE_PATH_STYLE").pipe(Config.withDefault(s3Endpoint !== undefined))
       })
       : Option.none(),
-    smtpUrl: yield* Config.option(Config.Redacted("SMTP_URL")),
+    smtpUrl: yield* nonEmptyRedacted("SMTP_URL"),
     mailFrom: yield* Config.String("MAIL_FROM").pipe(Config.withDefault("Canopy <canopy@localhost>")),
-    adminToken: yield* Config.option(Config.Redacted("ADMIN_TOKEN")),
-    masterKey: yield* Config.option(Config.Redacted("MASTER_KEY")),
+    adminToken: yield* nonEmptyRedacted("ADMIN_TOKEN"),
+    masterKey: yield* nonEmptyRedacted("MASTER_KEY"),
     region: yield* Config.String("REGION").pipe(Config.withDefault("local")),
     runnerAddress: yield* hostPort("RUNNER_ADDRESS"),
     runnerListenAddress: yield* hostPort("RUNNER_LISTEN_ADDRESS"),

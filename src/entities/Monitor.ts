@@ -117,6 +117,7 @@ export const scheduleLoop = (monitorId: string, signal: Queue.Queue<void>) =>
     while (true) {
       if (known === undefined) {
         const loaded = yield* recorder.loadSchedule(monitorId)
+        console.log("DBG loaded", monitorId, JSON.stringify(loaded), yield* Clock.currentTimeMillis)
         if (Option.isNone(loaded) || !loaded.value.active) return
         const schedule = loaded.value
         if (
@@ -186,6 +187,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
     ).pipe(Effect.provideContext(context))
 
     const ensureRunning = Effect.suspend(() => {
+      console.log("DBG ensureRunning", monitorId, running())
       if (running()) {
         Queue.offerUnsafe(signal, undefined)
         return Effect.void
@@ -267,6 +269,7 @@ export const MonitorChangeConsumer = Layer.effectDiscard(Effect.gen(function*() 
       const data = event.data as { readonly monitorId?: unknown } | null
       const monitorId = data?.monitorId
       if (typeof monitorId !== "string") return Effect.void
+      console.log("DBG consume", event.id, monitorId)
       return makeClient(monitorId).Reload(undefined, { discard: true }).pipe(
         Effect.timeout("5 seconds"),
         Effect.ignore
