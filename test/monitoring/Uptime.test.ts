@@ -1,8 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { TestClock } from "effect/testing"
-import { makeId } from "../../services/platform/Ids.ts"
 import {
   accountInterval,
   type AccountIntervalInput,
@@ -10,6 +8,7 @@ import {
   Uptime,
   uptimePercent
 } from "../../services/monitoring/Uptime.ts"
+import { makeId } from "../../services/platform/Ids.ts"
 import { TestDatabase } from "../support/database.ts"
 
 const HOUR = 3_600_000
@@ -31,7 +30,10 @@ const makeMonitor = (status: string, statusSince: Date) =>
   })
 
 const account = (input: AccountIntervalInput) =>
-  Effect.flatMap(SqlClient.SqlClient.asEffect(), (sql) => accountInterval(sql, input))
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* accountInterval(sql, input)
+  })
 
 const figures = (monitorId: string, now: Date) =>
   Effect.gen(function*() {
@@ -40,7 +42,8 @@ const figures = (monitorId: string, now: Date) =>
     return result.get(monitorId)!
   })
 
-layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
+// Real clock: `uptime` gets explicit `now`s, and `pruneHeartbeats` reads the Clock.
+layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)), { excludeTestServices: true })("Uptime", (it) => {
   it("splits intervals at hour boundaries and puts check counters in the check's hour", () => {
     const buckets = intervalBuckets({
       monitorId: "mon_x",
@@ -56,7 +59,14 @@ layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
       ["2026-03-10T11:00:00.000Z", 60 * 60_000, 0, 0],
       ["2026-03-10T12:00:00.000Z", 15 * 60_000, 0, 1]
     ])
-    expect(intervalBuckets({ monitorId: "m", from: at("2026-03-10T10:00:00Z"), to: at("2026-03-10T12:00:00Z"), status: "paused" }))
+    expect(
+      intervalBuckets({
+        monitorId: "m",
+        from: at("2026-03-10T10:00:00Z"),
+        to: at("2026-03-10T12:00:00Z"),
+        status: "paused"
+      })
+    )
       .toEqual([])
     expect(uptimePercent({ upMs: 0, downMs: 0 })).toBe(100)
   })
@@ -95,8 +105,18 @@ layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
       const now = at("2026-03-10T12:00:00.000Z")
       const id = yield* makeMonitor("up", now)
       // 08:20–09:50 degraded, 09:50–10:05 down, 10:05–12:00 up: 3h25m not down, 15 min down.
-      yield* account({ monitorId: id, from: at("2026-03-10T08:20:00Z"), to: at("2026-03-10T09:50:00Z"), status: "degraded" })
-      yield* account({ monitorId: id, from: at("2026-03-10T09:50:00Z"), to: at("2026-03-10T10:05:00Z"), status: "down" })
+      yield* account({
+        monitorId: id,
+        from: at("2026-03-10T08:20:00Z"),
+        to: at("2026-03-10T09:50:00Z"),
+        status: "degraded"
+      })
+      yield* account({
+        monitorId: id,
+        from: at("2026-03-10T09:50:00Z"),
+        to: at("2026-03-10T10:05:00Z"),
+        status: "down"
+      })
       yield* account({ monitorId: id, from: at("2026-03-10T10:05:00Z"), to: now, status: "up" })
       const sql = yield* SqlClient.SqlClient
       const rows = yield* sql<{ hour: Date; up_ms: string; down_ms: string }>`
@@ -117,7 +137,12 @@ layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
       const id = yield* makeMonitor("up", now)
       // Yesterday 10:00–11:00 down (the 24 h window starts at 10:30, half-way through it),
       // then up until now.
-      yield* account({ monitorId: id, from: at("2026-03-09T10:00:00Z"), to: at("2026-03-09T11:00:00Z"), status: "down" })
+      yield* account({
+        monitorId: id,
+        from: at("2026-03-09T10:00:00Z"),
+        to: at("2026-03-09T11:00:00Z"),
+        status: "down"
+      })
       yield* account({ monitorId: id, from: at("2026-03-09T11:00:00Z"), to: now, status: "up" })
       const result = yield* figures(id, now)
       // 24 h: half of the down hour falls inside → 23.5 h up of 24 h.
@@ -160,8 +185,7 @@ layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
 
   it.effect("pruneHeartbeats deletes raw heartbeats older than the retention and keeps rollups", () =>
     Effect.gen(function*() {
-      const now = at("2026-06-01T00:00:00.000Z")
-      yield* TestClock.setTime(now.getTime())
+      const now = new Date(Math.floor(Date.now() / HOUR) * HOUR)
       const id = yield* makeMonitor("up", now)
       const sql = yield* SqlClient.SqlClient
       const times = [100, 91, 89, 1].map((days) => plus(now, -days * 24 * HOUR))
@@ -169,14 +193,16 @@ layer(Uptime.layer.pipe(Layer.provideMerge(TestDatabase)))("Uptime", (it) => {
         yield* sql`
           INSERT INTO heartbeats (monitor_id, slot_at, checked_at, status, response_time_ms, region)
           VALUES (${id}, ${time.toISOString()}::timestamptz, ${time.toISOString()}::timestamptz, 'up', 10, 'test')`
-        yield* account({ monitorId: id, from: time, to: plus(time, HOUR), status: "up", checks: 1 })
+        yield* account({ monitorId: id, from: time, to: plus(time, HOUR), status: "up", checks: 1, checkedAt: time })
       }
       const uptime = yield* Uptime
       expect(yield* uptime.pruneHeartbeats()).toBe(2)
       const left = yield* sql<{ checked_at: Date }>`
         SELECT checked_at FROM heartbeats WHERE monitor_id = ${id} ORDER BY checked_at`
       expect(left.map((row) => row.checked_at.toISOString())).toEqual(times.slice(2).map((t) => t.toISOString()))
-      const rollups = yield* sql<{ n: string }>`SELECT count(*) AS n FROM monitor_uptime_hourly WHERE monitor_id = ${id}`
+      const rollups = yield* sql<
+        { n: string }
+      >`SELECT count(*) AS n FROM monitor_uptime_hourly WHERE monitor_id = ${id}`
       expect(Number(rollups[0].n)).toBe(4)
       expect(yield* uptime.pruneHeartbeats(30)).toBe(1)
     }))

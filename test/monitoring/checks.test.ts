@@ -228,7 +228,9 @@ describe("http check", () => {
     Effect.gen(function*() {
       const final = yield* httpServer((_req, _body, res) => res.end("final"))
       const first = yield* httpServer((req, _body, res) => {
-        res.writeHead(req.url === "/start" ? 307 : 308, { location: req.url === "/start" ? "/next" : `${final.url}/end` })
+        res.writeHead(req.url === "/start" ? 307 : 308, {
+          location: req.url === "/start" ? "/next" : `${final.url}/end`
+        })
         res.end()
       })
       expect(yield* check(target({ url: `${first.url}/start` }))).toMatchObject({ status: "up", statusCode: 200 })
@@ -350,7 +352,10 @@ describe("http check", () => {
         status: "down",
         error: "connection closed before a response"
       })
-      const garbage = Net.createServer((socket) => socket.end("SMTP ready\r\n\r\n"))
+      const garbage = Net.createServer((socket) => {
+        socket.resume()
+        socket.end("SMTP ready\r\n\r\n")
+      })
       const garbagePort = yield* listen(garbage, "127.0.0.1")
       const result = yield* check(target({ url: `http://127.0.0.1:${garbagePort}/` }))
       expect(result.status).toBe("down")
@@ -363,7 +368,10 @@ describe("http check", () => {
         status: "down",
         error: "unsupported URL scheme ftp: (expected http: or https:)"
       })
-      expect(yield* check(target({ url: "not a url" }))).toMatchObject({ status: "down", error: "invalid URL: not a url" })
+      expect(yield* check(target({ url: "not a url" }))).toMatchObject({
+        status: "down",
+        error: "invalid URL: not a url"
+      })
     }))
 })
 
@@ -516,8 +524,14 @@ describe("api check", () => {
       const failing: ReadonlyArray<readonly [CheckAssertion, string]> = [
         [{ path: "$.status", op: "eq", value: "down" }, "assertion failed: $.status eq \"down\" (got \"ok\")"],
         [{ path: "$.status", op: "neq", value: "ok" }, "assertion failed: $.status neq \"ok\" (got \"ok\")"],
-        [{ path: "$.version", op: "contains", value: "2.0" }, "assertion failed: $.version contains \"2.0\" (got \"1.2.3\")"],
-        [{ path: "$.items[1].tags", op: "contains", value: "x" }, "assertion failed: $.items[1].tags contains \"x\" (got [])"],
+        [
+          { path: "$.version", op: "contains", value: "2.0" },
+          "assertion failed: $.version contains \"2.0\" (got \"1.2.3\")"
+        ],
+        [
+          { path: "$.items[1].tags", op: "contains", value: "x" },
+          "assertion failed: $.items[1].tags contains \"x\" (got [])"
+        ],
         [{ path: "$.items[0].missing", op: "exists" }, "assertion failed: $.items[0].missing exists (got nothing)"],
         [{ path: "$.items[9].id", op: "eq", value: "z" }, "assertion failed: $.items[9].id eq \"z\" (got nothing)"],
         [{ path: "$.status", op: "exists", value: false }, "assertion failed: $.status exists false (got \"ok\")"],
@@ -657,10 +671,16 @@ const dnsServer = Effect.acquireRelease(
         const [question] = request.questions
         const records = zone[question.name.toLowerCase()]
         if (records === undefined) {
-          response.header.rcode = Packet.RCODE.NXDOMAIN
+          response.header.rcode = 3 // NXDOMAIN (Packet.RCODE is missing from dns2's types)
         } else {
           for (const record of records[question.type] ?? []) {
-            response.answers.push({ name: question.name, type: question.type, class: Packet.CLASS.IN, ttl: 60, ...record })
+            response.answers.push({
+              name: question.name,
+              type: question.type,
+              class: Packet.CLASS.IN,
+              ttl: 60,
+              ...record
+            })
           }
         }
         send(response)
@@ -714,15 +734,31 @@ describe("dns check", () => {
       const { address } = yield* dnsServer
       const cases: ReadonlyArray<readonly [Partial<CheckTarget>, "up" | "down", string?]> = [
         [{ dnsRecordType: "AAAA", expectedValue: "2001:0db8:0:0::10" }, "up"],
-        [{ dnsRecordType: "AAAA", expectedValue: "2001:db8::11" }, "down", "expected AAAA record 2001:db8::11, got 2001:db8::10"],
+        [
+          { dnsRecordType: "AAAA", expectedValue: "2001:db8::11" },
+          "down",
+          "expected AAAA record 2001:db8::11, got 2001:db8::10"
+        ],
         [{ dnsRecordType: "MX", expectedValue: "mail.canopy.test" }, "up"],
         [{ dnsRecordType: "MX", expectedValue: "10 mail.canopy.test." }, "up"],
-        [{ dnsRecordType: "MX", expectedValue: "20 mail.canopy.test" }, "down", "expected MX record 20 mail.canopy.test, got 10 mail.canopy.test"],
+        [
+          { dnsRecordType: "MX", expectedValue: "20 mail.canopy.test" },
+          "down",
+          "expected MX record 20 mail.canopy.test, got 10 mail.canopy.test"
+        ],
         [{ dnsRecordType: "TXT", expectedValue: "v=spf1 -all" }, "up"],
-        [{ dnsRecordType: "TXT", expectedValue: "v=spf1 ~all" }, "down", "expected TXT record v=spf1 ~all, got v=spf1 -all"],
+        [
+          { dnsRecordType: "TXT", expectedValue: "v=spf1 ~all" },
+          "down",
+          "expected TXT record v=spf1 ~all, got v=spf1 -all"
+        ],
         [{ dnsRecordType: "NS", expectedValue: "NS1.canopy.test" }, "up"],
         [{ url: "dns://www.canopy.test", dnsRecordType: "CNAME", expectedValue: "up.canopy.test" }, "up"],
-        [{ url: "dns://www.canopy.test", dnsRecordType: "CNAME", expectedValue: "down.canopy.test" }, "down", "expected CNAME record down.canopy.test, got up.canopy.test"]
+        [
+          { url: "dns://www.canopy.test", dnsRecordType: "CNAME", expectedValue: "down.canopy.test" },
+          "down",
+          "expected CNAME record down.canopy.test, got up.canopy.test"
+        ]
       ]
       for (const [overrides, status, error] of cases) {
         const result = yield* dns(address, { url: "dns://up.canopy.test", ...overrides })
@@ -734,7 +770,9 @@ describe("dns check", () => {
     Effect.gen(function*() {
       const socket = Dgram.createSocket("udp4")
       const port = yield* Effect.acquireRelease(
-        Effect.callback<number>((resume) => socket.bind(0, "127.0.0.1", () => resume(Effect.succeed(socket.address().port)))),
+        Effect.callback<number>((resume) =>
+          socket.bind(0, "127.0.0.1", () => resume(Effect.succeed(socket.address().port)))
+        ),
         () => Effect.sync(() => socket.close())
       )
       const result = yield* dns(`127.0.0.1:${port}`, { url: "dns://up.canopy.test", timeoutSeconds: 1 })
@@ -762,7 +800,9 @@ const wsServer = Effect.gen(function*() {
       upgrades++
       wss.handleUpgrade(request, socket, head, (ws) => wss.emit("connection", ws, request))
     } else if (request.url === "/bogus") {
-      socket.end("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n\r\n")
+      socket.end(
+        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n\r\n"
+      )
     } else if (request.url === "/hang") {
       // never answers
     } else {
@@ -915,7 +955,10 @@ describe("outbound guard in checks", () => {
       })
       const wsTarget = yield* wsServer
       expect(
-        yield* check(target({ checkType: "websocket", url: `${wsTarget.url}/ok`, headers: { "X-Token": "t0k" } }), strict)
+        yield* check(
+          target({ checkType: "websocket", url: `${wsTarget.url}/ok`, headers: { "X-Token": "t0k" } }),
+          strict
+        )
       ).toMatchObject({ status: "down", error: "blocked: loopback address 127.0.0.1" })
       expect(yield* check(target({ checkType: "websocket", url: "wss://10.1.1.1/socket" }), strict)).toMatchObject({
         status: "down",

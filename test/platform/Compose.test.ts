@@ -267,3 +267,11 @@ describe("Dockerfile", () => {
     }
   })
 })
+
+describe("README", () => {
+  it("documents every environment variable the app reads", () => {
+    const readme = read("README.md")
+    const documented = new Set([...readme.matchAll(/^\| `([A-Z][A-Z0-9_]*)` \|/gm)].map((match) => match[1]))
+    expect([...appVariables].filter((variable) => !documented.has(variable))).toEqual([])
+  })
+})

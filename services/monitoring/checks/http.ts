@@ -55,9 +55,12 @@ interface HopRequest {
 const exchange = (context: CheckContext, hop: HopRequest) =>
   Effect.callback<HttpExchange, CheckFailure>((resume) => {
     let settled = false
+    let request: Http.ClientRequest | undefined
     const finish = (effect: Effect.Effect<HttpExchange, CheckFailure>) => {
       if (settled) return
       settled = true
+      // never leave the socket open, whatever happened
+      request?.destroy()
       resume(effect)
     }
     const isHttps = hop.url.protocol === "https:"
@@ -68,17 +71,12 @@ const exchange = (context: CheckContext, hop: HopRequest) =>
       agent: false,
       ...(isHttps && context.ca !== undefined ? { ca: [...context.ca] } : {})
     }
-    let request: Http.ClientRequest
     try {
       request = (isHttps ? Https : Http).request(hop.url, options, (response) => {
         const statusCode = response.statusCode ?? 0
         const done = (body: Buffer) =>
           finish(Effect.succeed({ url: hop.url, statusCode, headers: response.headers, body }))
-        if (hop.follows(statusCode, response.headers)) {
-          done(Buffer.alloc(0))
-          request.destroy()
-          return
-        }
+        if (hop.follows(statusCode, response.headers)) return done(Buffer.alloc(0))
         const chunks: Array<Buffer> = []
         let size = 0
         response.on("data", (chunk: Buffer) => {
@@ -96,7 +94,6 @@ const exchange = (context: CheckContext, hop: HopRequest) =>
               chunks.push(chunk.subarray(0, room))
               done(Buffer.concat(chunks))
             }
-            request.destroy()
             return
           }
           chunks.push(chunk)
@@ -111,14 +108,13 @@ const exchange = (context: CheckContext, hop: HopRequest) =>
       finish(Effect.fail(networkFailure(error)))
       return
     }
-    request.on("error", (error) =>
+    const sent = request
+    sent.on("error", (error) =>
       finish(Effect.fail(networkFailure(error))))
-    if (hop.body !== undefined) {
-      request.end(hop.body)
-    } else request.end()
+    sent.end(hop.body)
     return Effect.sync(() => {
       settled = true
-      request.destroy()
+      sent.destroy()
     })
   })
 

@@ -58,12 +58,14 @@ export const websocketCheck = (context: CheckContext, target: CheckTarget): Effe
     }
     const statusCode = yield* Effect.callback<number, CheckFailure>((resume) => {
       let settled = false
+      let request: Http.ClientRequest | undefined
       const finish = (effect: Effect.Effect<number, CheckFailure>) => {
         if (settled) return
         settled = true
+        // the upgraded socket is detached from the request; anything else is closed here
+        request?.destroy()
         resume(effect)
       }
-      let request: Http.ClientRequest
       try {
         request = (secure ? Https : Http).request(httpUrl, {
           method: "GET",
@@ -76,7 +78,8 @@ export const websocketCheck = (context: CheckContext, target: CheckTarget): Effe
         finish(Effect.fail(networkFailure(error)))
         return
       }
-      request.on("upgrade", (response, socket) => {
+      const sent = request
+      sent.on("upgrade", (response, socket) => {
         const accept = response.headers["sec-websocket-accept"]
         const upgrade = response.headers.upgrade?.toLowerCase()
         if (response.statusCode !== 101 || upgrade !== "websocket") {
@@ -94,9 +97,7 @@ export const websocketCheck = (context: CheckContext, target: CheckTarget): Effe
         closeGracefully(socket)
         finish(Effect.succeed(101))
       })
-      request.on("response", (response) => {
-        response.resume()
-        request.destroy()
+      sent.on("response", (response) => {
         finish(Effect.fail(
           new CheckFailure({
             message: `expected status 101 (WebSocket upgrade), got ${response.statusCode}`,
@@ -104,11 +105,11 @@ export const websocketCheck = (context: CheckContext, target: CheckTarget): Effe
           })
         ))
       })
-      request.on("error", (error) => finish(Effect.fail(networkFailure(error))))
-      request.end()
+      sent.on("error", (error) => finish(Effect.fail(networkFailure(error))))
+      sent.end()
       return Effect.sync(() => {
         settled = true
-        request.destroy()
+        sent.destroy()
       })
     })
     return { statusCode }

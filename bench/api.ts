@@ -1,0 +1,108 @@
+/**
+ * `npm run bench:api`: authenticated GET /api/v1/me through the whole stack (auth, the
+ * organization's rate limiter, JSON) against a bare node:http server answering the same
+ * JSON, both driven by autocannon on loopback in the same run; then the limiter alone.
+ * Env: DURATION (default 10), CONNECTIONS (default 50).
+ */
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { NodeCrypto } from "@effect/platform-node"
+import { SingleRunner } from "effect/cluster"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { Database } from "../services/platform/Database.ts"
+import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
+import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { RequestQuota } from "../src/http/RequestQuota.ts"
+import { freePort, load, percentile, printTable, startProcess, stop } from "./support.ts"
+
+const seconds = Number(process.env.DURATION ?? 10)
+const connections = Number(process.env.CONNECTIONS ?? 50)
+const adminToken = "adm_bench_token"
+
+const main = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
+  Fs.chmodSync(dir, 0o755)
+  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope)))
+
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const canopy = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dir
+  }, `${base}/readyz`)
+
+  const admin = (path: string, body: unknown) =>
+    fetch(`${base}/api/v1/admin${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then((r) => r.json() as Promise<any>)
+  // Enterprise, with the per-organization quota raised so the run measures answered requests.
+  await admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
+  await admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+  const { key } = await admin("/orgs/bench/keys", { username: "bench" })
+  const headers = { authorization: `Bearer ${key}` }
+  const body = await fetch(`${base}/api/v1/me`, { headers }).then((r) => r.text())
+
+  await load(`${base}/api/v1/me`, { headers, seconds: 2, connections })
+  const canopyResult = await load(`${base}/api/v1/me`, { headers, seconds, connections })
+  await stop(canopy)
+
+  const barePort = await freePort()
+  const bare = await startProcess("bench/bare-server.ts", { PORT: String(barePort), BODY: body }, `http://127.0.0.1:${barePort}/`)
+  await load(`http://127.0.0.1:${barePort}/`, { seconds: 2, connections })
+  const bareResult = await load(`http://127.0.0.1:${barePort}/`, { seconds, connections })
+  await stop(bare)
+
+  // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
+  const limiterLatencies = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_limiter', 'limiter', 'L', 'enterprise')`
+    const quota = yield* RequestQuota
+    const latencies: Array<number> = []
+    const run = (limit: number) =>
+      Effect.forEach(Array.from({ length: 50 }), () =>
+        Effect.gen(function*() {
+          for (let i = 0; i < 400; i++) {
+            const started = performance.now()
+            yield* quota.take("org_limiter", limit)
+            latencies.push(performance.now() - started)
+          }
+        }), { concurrency: 50, discard: true })
+    yield* run(100_000_000)
+    return latencies.sort((a, b) => a - b)
+  }).pipe(
+    Effect.provide(RequestQuota.layer.pipe(
+      Layer.provideMerge(OrganizationEntityLayer),
+      Layer.provideMerge(SingleRunner.layer({ runnerStorage: "sql" }).pipe(Layer.provide(NodeCrypto.layerDigest))),
+      Layer.provideMerge(Database.layer(Redacted.make(pg.url.replace(/\/postgres$/, "/postgres"))))
+    ))
+  )))
+
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  Fs.rmSync(dir, { recursive: true, force: true })
+
+  console.log(`\nGET /api/v1/me, ${connections} connections, ${seconds} s each, autocannon on loopback\n`)
+  printTable([
+    { server: "canopy (auth + limiter + JSON)", "req/s": canopyResult.requestsPerSecond, "p50 ms": canopyResult.p50, "p99 ms": canopyResult.p99, "non-2xx": canopyResult.non2xx },
+    { server: "bare node:http", "req/s": bareResult.requestsPerSecond, "p50 ms": bareResult.p50, "p99 ms": bareResult.p99, "non-2xx": bareResult.non2xx }
+  ])
+  const ratio = canopyResult.requestsPerSecond / bareResult.requestsPerSecond
+  console.log(`\nthroughput ratio canopy/bare: ${(ratio * 100).toFixed(1)}% (goal >= 50%)`)
+  console.log(
+    `limiter alone (RequestQuota.take, 50 concurrent callers, ${limiterLatencies.length} calls): ` +
+      `p50 ${percentile(limiterLatencies, 50).toFixed(3)} ms, p99 ${percentile(limiterLatencies, 99).toFixed(3)} ms, ` +
+      `max ${limiterLatencies[limiterLatencies.length - 1].toFixed(3)} ms (goal p99 < 1 ms)`
+  )
+}
+
+main().then(() => process.exit(0), (error) => {
+  console.error(error)
+  process.exit(1)
+})

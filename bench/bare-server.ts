@@ -1,0 +1,8 @@
+import { createServer } from "node:http"
+
+/** The baseline: plain node:http answering a fixed JSON body (the same bytes Canopy returns). */
+const body = process.env.BODY ?? "{}"
+createServer((_request, response) => {
+  response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
+  response.end(body)
+}).listen(Number(process.env.PORT), "127.0.0.1")

@@ -1,0 +1,73 @@
+import autocannon from "autocannon"
+import { type ChildProcess, spawn } from "node:child_process"
+import { freePort } from "../services/platform/EmbeddedPostgres.ts"
+
+export interface LoadResult {
+  readonly requestsPerSecond: number
+  readonly p50: number
+  readonly p99: number
+  readonly non2xx: number
+  readonly errors: number
+}
+
+/** autocannon on loopback; latencies in ms. */
+export const load = (url: string, options: { headers?: Record<string, string>; seconds: number; connections: number }) =>
+  new Promise<LoadResult>((resolve, reject) => {
+    autocannon({
+      url,
+      headers: options.headers ?? {},
+      duration: options.seconds,
+      connections: options.connections,
+      pipelining: 1
+    }, (error, result) => {
+      if (error) return reject(error)
+      resolve({
+        requestsPerSecond: result.requests.average,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        non2xx: result.non2xx,
+        errors: result.errors
+      })
+    })
+  })
+
+/** Starts a TypeScript entry point with this project's Node and waits until `readyUrl` answers. */
+export const startProcess = async (entry: string, env: Record<string, string>, readyUrl: string) => {
+  const child = spawn("node_modules/.bin/node", ["--import", "tsx", entry], {
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => output += chunk)
+  child.stderr!.on("data", (chunk) => output += chunk)
+  const deadline = Date.now() + 90_000
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${entry} exited:\n${output}`)
+    if (await fetch(readyUrl).then((r) => r.ok, () => false)) return child
+    await new Promise((resolve) => setTimeout(resolve, 200))
+  }
+  child.kill("SIGKILL")
+  throw new Error(`${entry} did not start:\n${output}`)
+}
+
+export const stop = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    child.kill("SIGTERM")
+  })
+
+export { freePort }
+
+export const percentile = (sorted: ReadonlyArray<number>, p: number) =>
+  sorted.length === 0 ? 0 : sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]
+
+export const printTable = (rows: ReadonlyArray<Record<string, string | number>>) => {
+  const columns = Object.keys(rows[0])
+  const cell = (value: string | number) => typeof value === "number" ? value.toFixed(value < 10 ? 2 : 0) : value
+  const widths = columns.map((column) => Math.max(column.length, ...rows.map((row) => String(cell(row[column])).length)))
+  const line = (values: ReadonlyArray<string>) => values.map((value, i) => value.padEnd(widths[i])).join("  ")
+  console.log(line(columns))
+  console.log(line(widths.map((width) => "-".repeat(width))))
+  for (const row of rows) console.log(line(columns.map((column) => String(cell(row[column])))))
+}

@@ -1,0 +1,242 @@
+import { describe, expect, it } from "@effect/vitest"
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
+import * as Http from "node:http"
+import * as Net from "node:net"
+import type { AddressInfo } from "node:net"
+import { AppLive } from "../../layers/App.ts"
+import type { AppConfigShape } from "../../services/platform/AppConfig.ts"
+import { publish } from "../../services/platform/Events.ts"
+import { Monitor } from "../../src/entities/Monitor.ts"
+import { bootstrapOrg, request, testConfig } from "../support/app.ts"
+import { createTestDatabase } from "../support/database.ts"
+
+/**
+ * Real time, real app: schedules survive a restart of the server on the same database,
+ * and two runners sharing the database never both check a monitor's slot. Frequencies
+ * are at least 60 s, so the tests make a slot due by setting `next_check_at` in the
+ * database (plus a `monitor.changed` event, as a PATCH would) instead of waiting.
+ */
+
+// --- a local HTTP target counting requests per path -----------------------------------------
+
+const startTarget = Effect.acquireRelease(
+  Effect.callback<{ readonly server: Http.Server; readonly hits: Map<string, number>; readonly port: number }>(
+    (resume) => {
+      const hits = new Map<string, number>()
+      const server = Http.createServer((req, res) => {
+        const path = req.url ?? "/"
+        hits.set(path, (hits.get(path) ?? 0) + 1)
+        res.end("ok")
+      })
+      server.listen(0, "127.0.0.1", () =>
+        resume(Effect.succeed({ server, hits, port: (server.address() as AddressInfo).port })))
+    }
+  ),
+  ({ server }) =>
+    Effect.callback<void>((resume) => {
+      server.closeAllConnections()
+      server.close(() => resume(Effect.void))
+    })
+).pipe(Effect.map(({ hits, port }) => ({ hits, url: (path: string) => `http://127.0.0.1:${port}${path}` })))
+
+const freePort = Effect.promise(() =>
+  new Promise<number>((resolve, reject) => {
+    const server = Net.createServer()
+    server.once("error", reject)
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as AddressInfo
+      server.close(() => resolve(port))
+    })
+  })
+)
+
+/** The whole app on an existing database, in its own scope so the test can stop it. */
+const startAppOn = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const config = testConfig(databaseUrl, overrides)
+    const context = yield* Layer.buildWithScope(AppLive(config), scope)
+    const server = Context.get(context, HttpServer.HttpServer)
+    const port = server.address._tag === "UnixPathAddress" ? 0 : server.address.port
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      context,
+      sql: Context.get(context, SqlClient.SqlClient),
+      stop: Scope.close(scope, Exit.void),
+      inspect: (monitorId: string) =>
+        Effect.flatMap(Monitor.client, (client) => client(monitorId).Inspect()).pipe(
+          Effect.provideContext(context),
+          Effect.orDie
+        )
+    }
+  })
+
+const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
+
+const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean, timeoutMs = 30_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    while (true) {
+      const value = yield* read
+      if (done(value)) return value
+      if (Date.now() > deadline) {
+        return yield* Effect.die(new Error(`timed out waiting for ${label}: ${JSON.stringify(value)}`))
+      }
+      yield* realSleep(100)
+    }
+  })
+
+interface Beat {
+  readonly monitorId: string
+  readonly slotAt: string
+  readonly attempt: number
+  readonly checkedAt: Date
+}
+
+const heartbeatsOf = (sql: SqlClient.SqlClient, monitorIds: ReadonlyArray<string>) =>
+  sql<Beat>`
+    SELECT monitor_id AS "monitorId", slot_at::text AS "slotAt", attempt, checked_at AS "checkedAt"
+    FROM heartbeats WHERE monitor_id IN ${sql.in(monitorIds)} ORDER BY checked_at`.pipe(Effect.orDie)
+
+/** Makes the monitors' next slot due now, as a PATCH would (row change + `monitor.changed`). */
+const makeDue = (sql: SqlClient.SqlClient, orgId: string, monitorIds: ReadonlyArray<string>, inMs = 0) =>
+  sql.withTransaction(Effect.gen(function*() {
+    yield* sql`
+      UPDATE monitors SET next_check_at = date_trunc('milliseconds', now()) + ${inMs} * interval '1 millisecond'
+      WHERE id IN ${sql.in(monitorIds)}`
+    for (const monitorId of monitorIds) {
+      yield* publish({ type: "monitor.changed", orgId, data: { monitorId, orgId, change: "updated" } })
+    }
+  })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+
+describe("Monitor schedules across restarts and runners", () => {
+  it.live("a monitor keeps being checked after the app restarts, without any API call", () =>
+    Effect.gen(function*() {
+      const target = yield* startTarget
+      const databaseUrl = yield* createTestDatabase
+      const first = yield* startAppOn(databaseUrl)
+      const { key } = yield* bootstrapOrg(first.baseUrl, { slug: "restart" })
+      const created = yield* request(`${first.baseUrl}/api/v1/monitors`, {
+        method: "POST",
+        token: key,
+        body: { name: "restart", url: target.url("/restart"), frequency: 60 }
+      })
+      expect(created.status).toBe(201)
+      const monitorId = created.body.id as string
+      yield* eventually("first check", heartbeatsOf(first.sql, [monitorId]), (beats) => beats.length === 1)
+      expect((yield* first.inspect(monitorId)).running).toBe(true)
+
+      yield* first.stop
+      // While the server is down the next slot comes due (instead of waiting a minute).
+      const { sql: adminSql, stop: stopAdmin } = yield* sqlOn(databaseUrl)
+      yield* adminSql`UPDATE monitors SET next_check_at = date_trunc('milliseconds', now()) WHERE id = ${monitorId}`
+      yield* stopAdmin
+
+      const second = yield* startAppOn(databaseUrl)
+      const beats = yield* eventually(
+        "check after restart",
+        heartbeatsOf(second.sql, [monitorId]),
+        (rows) => rows.length === 2,
+        20_000
+      )
+      expect(beats[1].slotAt).not.toBe(beats[0].slotAt)
+      expect(target.hits.get("/restart")).toBe(2)
+      const [row] = yield* second.sql<{ status: string; nextCheckAt: Date }>`
+        SELECT status, next_check_at AS "nextCheckAt" FROM monitors WHERE id = ${monitorId}`
+      expect(row.status).toBe("up")
+      expect(row.nextCheckAt.getTime()).toBeGreaterThan(Date.now())
+      expect((yield* second.inspect(monitorId)).running).toBe(true)
+      yield* second.stop
+    }), 90_000)
+
+  it.live("two runners on one database: every slot is checked once, by one runner", () =>
+    Effect.gen(function*() {
+      const target = yield* startTarget
+      const databaseUrl = yield* createTestDatabase
+      const runner = (port: number) => ({
+        runnerAddress: Option.some({ host: "127.0.0.1", port }),
+        runnerListenAddress: Option.none()
+      })
+      const a = yield* startAppOn(databaseUrl, runner(yield* freePort))
+      const orgId = "org_two_runners"
+      yield* a.sql`INSERT INTO organizations (id, slug, name, plan) VALUES (${orgId}, 'two-runners', 'Two', 'free')`
+      const count = 40
+      const ids = Array.from({ length: count }, (_, i) => `mon_two_${String(i).padStart(3, "0")}`)
+      // Bulk insert with the first slots spread over the next 4 seconds.
+      yield* a.sql`
+        INSERT INTO monitors (id, org_id, name, url, frequency, timeout, retries, next_check_at)
+        SELECT 'mon_two_' || lpad(i::text, 3, '0'), ${orgId}, 'm' || i,
+          ${target.url("/m/")} || i, 60, 5, 0,
+          date_trunc('milliseconds', now()) + (i * 100) * interval '1 millisecond'
+        FROM generate_series(0, ${count - 1}) AS i`
+
+      // The second runner joins while the first slots are coming due: shards move from A to B.
+      yield* realSleep(1500)
+      const b = yield* startAppOn(databaseUrl, runner(yield* freePort))
+      const firstRound = yield* eventually(
+        "first round",
+        heartbeatsOf(a.sql, ids),
+        (beats) => new Set(beats.map((beat) => beat.monitorId)).size === count
+      )
+      expect(firstRound.length).toBe(count)
+
+      // Both runners host monitors once the assignment settles.
+      const hosts = yield* eventually(
+        "monitors on both runners",
+        Effect.forEach(ids, (id) => Effect.map(a.inspect(id), (info) => info.runner)),
+        (runners) => new Set(runners).size === 2,
+        40_000
+      )
+      expect(new Set(hosts).size).toBe(2)
+
+      // Second round: every slot due at once, made due through whichever runner consumes the events.
+      yield* makeDue(a.sql, orgId, ids, 500)
+      yield* eventually(
+        "second round",
+        heartbeatsOf(a.sql, ids),
+        (beats) => beats.length >= 2 * count
+      )
+      // Third round while runner B stops: its shards go back to A.
+      yield* makeDue(a.sql, orgId, ids, 1500)
+      yield* realSleep(500)
+      yield* b.stop
+      yield* eventually(
+        "third round",
+        heartbeatsOf(a.sql, ids),
+        (beats) => beats.length >= 3 * count,
+        45_000
+      )
+      yield* realSleep(1000)
+
+      const beats = yield* heartbeatsOf(a.sql, ids)
+      const perSlot = new Map<string, number>()
+      for (const beat of beats) {
+        const key = `${beat.monitorId} ${beat.slotAt} ${beat.attempt}`
+        perSlot.set(key, (perSlot.get(key) ?? 0) + 1)
+      }
+      // One heartbeat per slot (the unique key would reject a second one)…
+      expect([...perSlot.values()].every((n) => n === 1)).toBe(true)
+      expect(beats.length).toBe(3 * count)
+      // …and, what the unique key cannot show, one request per slot at the target.
+      for (let i = 0; i < count; i++) {
+        const own = beats.filter((beat) => beat.monitorId === ids[i]).length
+        expect(target.hits.get(`/m/${i}`) ?? 0).toBe(own)
+      }
+      yield* a.stop
+    }), 150_000)
+})
+
+/** A plain SQL client on the database (while no app runs). */
+const sqlOn = (databaseUrl: string) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const context = yield* Layer.buildWithScope(
+      PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 }),
+      scope
+    )
+    return { sql: Context.get(context, SqlClient.SqlClient), stop: Scope.close(scope, Exit.void) }
+  })
