@@ -21,4 +21,10 @@ const main = Effect.gen(function*() {
   return yield* Effect.never
 })
 
-NodeRuntime.runMain(Effect.scoped(main), { disableErrorReporting: false })
+// If a finalizer cannot finish (say Postgres vanished and the cluster keeps retrying to
+// release its shards), give up after a grace period instead of hanging on shutdown.
+for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  process.once(signal, () => setTimeout(() => process.exit(1), 20_000).unref())
+}
+
+NodeRuntime.runMain(Effect.scoped(main))

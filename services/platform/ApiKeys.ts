@@ -115,7 +115,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return { orgId: rows[0].org_id }
       })
 
-      const lookup = Effect.fn("ApiKeys.lookup")(function*(hash: string) {
+      const lookup = Effect.fnUntraced(function*(hash: string) {
         const rows = yield* sql<any>`
           SELECT k.id AS key_id, k.scopes, m.role,
                  o.id, o.slug, o.name AS org_name, o.plan, o.project_id, o.requests_per_minute,
@@ -156,7 +156,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const unauthorized = new Unauthorized({ message: "Missing, malformed, unknown or revoked API key" })
 
-      const authenticate = Effect.fn("ApiKeys.authenticate")(function*(secret: string) {
+      const authenticate = Effect.fnUntraced(function*(secret: string) {
         if (!secretPattern.test(secret)) return yield* unauthorized
         const hash = hashSecret(secret)
         const now = yield* Clock.currentTimeMillis

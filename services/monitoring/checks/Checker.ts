@@ -1,4 +1,4 @@
-import { Cause, Context, Duration, Effect, Layer } from "effect"
+import { Cause, Context, Effect, Layer } from "effect"
 import { OutboundGuard } from "../../platform/OutboundGuard.ts"
 import { apiCheck } from "./api.ts"
 import { dnsCheck } from "./dns.ts"
@@ -30,12 +30,27 @@ const CHECKS: Record<
 
 export const DEFAULT_TIMEOUT_SECONDS = 30
 
+/**
+ * Fails after `seconds` of wall-clock time. Deliberately not the Effect Clock: a
+ * check talks to the real network, so under a TestClock (scheduler tests) moving
+ * the clock must not time out a check that is in flight.
+ */
+const realTimeout = (seconds: number) =>
+  Effect.callback<never, CheckFailure>((resume) => {
+    const timer = setTimeout(
+      () => resume(Effect.fail(new CheckFailure({ message: `timed out after ${seconds}s` }))),
+      seconds * 1000
+    )
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
 const describeDefect = (defect: unknown) => defect instanceof Error ? defect.message : String(defect)
 
 /**
  * Runs one check and never fails: every failure, including the timeout over
  * the whole check (all redirect hops) and unexpected defects, is a `down` result
- * with an `error`. Response time is the real elapsed time (`performance.now`).
+ * with an `error`. Response time and the timeout are real elapsed time
+ * (`performance.now`, `setTimeout`), whatever Clock the caller runs with.
  */
 export const runCheck = (context: CheckContext, target: CheckTarget): Effect.Effect<CheckResult> =>
   Effect.suspend(() => {
@@ -49,10 +64,7 @@ export const runCheck = (context: CheckContext, target: CheckTarget): Effect.Eff
       ? Effect.fail(new CheckFailure({ message: `unsupported check type: ${String(target.checkType)}` }))
       : Effect.suspend(() => run(context, { ...target, timeoutSeconds }))
     return check.pipe(
-      Effect.timeoutOrElse({
-        duration: Duration.seconds(timeoutSeconds),
-        orElse: () => Effect.fail(new CheckFailure({ message: `timed out after ${timeoutSeconds}s` }))
-      }),
+      Effect.raceFirst(realTimeout(timeoutSeconds)),
       Effect.matchCause({
         onSuccess: (success): CheckResult =>
           success.statusCode === undefined
