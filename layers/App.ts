@@ -1,15 +1,16 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { createServer } from "node:http"
+import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
+import { Checker } from "../services/monitoring/checks/Checker.ts"
+import { Monitors } from "../services/monitoring/Monitors.ts"
+import { Uptime } from "../services/monitoring/Uptime.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
-import { Tenancy } from "../services/platform/Tenancy.ts"
-import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
-import { Monitors } from "../services/monitoring/Monitors.ts"
-import { Uptime } from "../services/monitoring/Uptime.ts"
-import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
+import { Tenancy } from "../services/platform/Tenancy.ts"
+import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
@@ -26,7 +27,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)

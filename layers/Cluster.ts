@@ -35,7 +35,10 @@ export const ClusterLive = (config: AppConfigShape) =>
         shardingConfig: {
           ...sharding,
           runnerAddress: Option.some(RunnerAddress.make(address.host, address.port)),
-          runnerListenAddress: Option.map(config.runnerListenAddress, (listen) => RunnerAddress.make(listen.host, listen.port))
+          runnerListenAddress: Option.map(
+            config.runnerListenAddress,
+            (listen) => RunnerAddress.make(listen.host, listen.port)
+          )
         }
       })
   })

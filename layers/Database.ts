@@ -37,7 +37,9 @@ export const DatabaseLive = (config: AppConfigShape) =>
       Layer.unwrap(Effect.gen(function*() {
         const { dir, relocated } = embeddedDataDir(config.dataDir)
         if (relocated) {
-          yield* Effect.logWarning(`DATA_DIR is not reachable by the postgres user; embedded Postgres data is in ${dir}`)
+          yield* Effect.logWarning(
+            `DATA_DIR is not reachable by the postgres user; embedded Postgres data is in ${dir}`
+          )
         }
         const pg = yield* startEmbeddedPostgres({ dataDir: dir })
         return Database.layer(Redacted.make(pg.url))

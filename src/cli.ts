@@ -44,7 +44,11 @@ const adminClient = Effect.gen(function*() {
 const print = (value: unknown) => Console.log(JSON.stringify(value, null, 2))
 const plan = Flag.Literals("plan", ["free", "hobby", "pro", "enterprise"])
 
-const orgList = Command.make("list", {}, () => adminClient.pipe(Effect.flatMap((admin) => admin.listOrgs()), Effect.flatMap(print)))
+const orgList = Command.make(
+  "list",
+  {},
+  () => adminClient.pipe(Effect.flatMap((admin) => admin.listOrgs()), Effect.flatMap(print))
+)
 
 const orgCreate = Command.make(
   "create",

@@ -2,7 +2,15 @@ import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
-import type { ApiKeySummary, ApiScope, CreateApiKey, CreatedApiKey, Organization, Role, User } from "../../schemas/Tenancy.ts"
+import type {
+  ApiKeySummary,
+  ApiScope,
+  CreateApiKey,
+  CreatedApiKey,
+  Organization,
+  Role,
+  User
+} from "../../schemas/Tenancy.ts"
 import { scopesForRole } from "../../schemas/Tenancy.ts"
 import { Events, publish } from "./Events.ts"
 import { makeId, randomBase62 } from "./Ids.ts"

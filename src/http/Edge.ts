@@ -1,8 +1,16 @@
 import { ByteSize, Cause, Effect, Option } from "effect"
-import type * as Types from "effect/Types"
-import { Headers, HttpIncomingMessage, HttpMethod, HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import {
+  Headers,
+  HttpIncomingMessage,
+  HttpMethod,
+  HttpRouter,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "effect/http"
 import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
+import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
@@ -80,7 +88,9 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
           .pipe(HttpServerResponse.setHeaders(withoutBodyHeaders(response.headers)))
         : response
       const withId = HttpServerResponse.setHeader(normalized, "x-request-id", state.requestId)
-      return state.rateLimitHeaders === undefined ? withId : HttpServerResponse.setHeaders(withId, state.rateLimitHeaders)
+      return state.rateLimitHeaders === undefined
+        ? withId
+        : HttpServerResponse.setHeaders(withId, state.rateLimitHeaders)
     }
     if (limit !== undefined && Number(request.headers["content-length"] ?? 0) > limit) {
       return Effect.succeed(
@@ -88,7 +98,9 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       )
     }
     let effect = Effect.provideService(httpEffect, RequestState, state)
-    if (limit !== undefined) effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
+    if (limit !== undefined) {
+      effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
+    }
     return effect.pipe(Effect.catchCause(responseForCause), Effect.map(finish))
   }), { global: true })
 

@@ -25,7 +25,9 @@ export const QuotaStatus = Schema.Struct({
 
 /** Bootstrap and operations (GUIDE §3); the same operations are in `npm run cli`. */
 export class AdminApi extends HttpApiGroup.make("admin").add(
-  HttpApiEndpoint.get("listOrgs", "/orgs", { success: Schema.Struct({ orgs: Schema.Array(Organization), count: Schema.Int }) }),
+  HttpApiEndpoint.get("listOrgs", "/orgs", {
+    success: Schema.Struct({ orgs: Schema.Array(Organization), count: Schema.Int })
+  }),
   HttpApiEndpoint.post("createOrg", "/orgs", {
     payload: CreateOrganization,
     success: Organization.annotate({ httpApiStatus: 201 }),

@@ -4,6 +4,7 @@ import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
 import { SchemaErrors } from "./Security.ts"
+import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
@@ -13,6 +14,7 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(OrgApi)
   .add(MonitorsApi)
   .add(AdminApi)
+  .add(StatusApi)
   .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",

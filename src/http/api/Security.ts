@@ -3,6 +3,7 @@ import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
 import { Forbidden, RateLimited, Unauthorized, ValidationError } from "../../../schemas/Errors.ts"
 import type { ApiScope } from "../../../schemas/Tenancy.ts"
 import type { Principal } from "../../../services/platform/ApiKeys.ts"
+import type { PublicEndpoint } from "../PublicRateLimit.ts"
 
 /** The authenticated caller, provided to every endpoint behind `Authentication`. */
 export class CurrentPrincipal extends Context.Service<CurrentPrincipal, Principal>()("canopy/http/CurrentPrincipal") {}
@@ -30,4 +31,12 @@ export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthenti
 /** Renders request decoding failures as `400 validation_error` with `details`. */
 export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("canopy/http/SchemaErrors", {
   error: ValidationError
+}) {}
+
+/** Endpoint annotation: which per-IP public limit applies (see PublicRateLimit). */
+export class PublicLimit extends Context.Service<PublicLimit, PublicEndpoint>()("canopy/http/PublicLimit") {}
+
+/** Public endpoints: no credential, limited per client IP, never touching an organization's quota. */
+export class PublicRateLimited extends HttpApiMiddleware.Service<PublicRateLimited>()("canopy/http/PublicRateLimited", {
+  error: RateLimited
 }) {}

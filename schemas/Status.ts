@@ -1,0 +1,24 @@
+import { Schema } from "effect"
+
+export const OverallStatus = Schema.Literals(["operational", "degraded", "partial_outage", "major_outage"])
+export type OverallStatus = typeof OverallStatus.Type
+
+/** The public organization status summary (spec "Organization status summary"). */
+export const StatusSummary = Schema.Struct({
+  overallStatus: OverallStatus,
+  monitors: Schema.Struct({
+    total: Schema.Int,
+    operational: Schema.Int,
+    degraded: Schema.Int,
+    down: Schema.Int
+  }),
+  activeIncidents: Schema.Int,
+  uptime: Schema.Struct({ day: Schema.Number, week: Schema.Number, month: Schema.Number }),
+  components: Schema.Array(Schema.Struct({
+    id: Schema.String,
+    name: Schema.String,
+    status: OverallStatus,
+    monitors: Schema.Array(Schema.Struct({ id: Schema.String, name: Schema.String, status: Schema.String }))
+  }))
+})
+export type StatusSummary = typeof StatusSummary.Type

@@ -1,0 +1,14 @@
+import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
+import { NotFound } from "../../../schemas/Errors.ts"
+import { StatusSummary } from "../../../schemas/Status.ts"
+import { Slug } from "../../../schemas/Tenancy.ts"
+import { PublicLimit, PublicRateLimited } from "./Security.ts"
+
+/** Public status data (no authentication, per-IP limits). */
+export class StatusApi extends HttpApiGroup.make("status").add(
+  HttpApiEndpoint.get("summary", "/api/v1/status/:slug", {
+    params: { slug: Slug },
+    success: StatusSummary,
+    error: NotFound
+  }).annotate(PublicLimit, "status")
+).middleware(PublicRateLimited) {}
