@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHash } from "node:crypto"
 import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
 import type {
   ApiKeySummary,
@@ -12,6 +11,7 @@ import type {
   User
 } from "../../schemas/Tenancy.ts"
 import { scopesForRole } from "../../schemas/Tenancy.ts"
+import { sha256Hex } from "./Crypto.ts"
 import { Events, publish } from "./Events.ts"
 import { makeId, randomBase62 } from "./Ids.ts"
 import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
@@ -30,7 +30,7 @@ const secretPrefix = "cnp_"
 const secretPattern = /^cnp_[A-Za-z0-9]{40}$/
 
 /** Keys are stored as SHA-256 of the secret; the secret itself is shown once and never kept. */
-export const hashSecret = (secret: string) => createHash("sha256").update(secret).digest("hex")
+const hashSecret = sha256Hex
 
 /** How long a runner trusts a cached key lookup; revocations and plan changes evict at once. */
 const cacheTtlMillis = 30_000

@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Redacted, Schema } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as Fs from "node:fs/promises"
 import * as Path from "node:path"
+import { randomBase62 } from "./Ids.ts"
 
 /** The ciphertext is malformed, was tampered with, or belongs to another organization (or master key). */
 export class DecryptError extends Schema.TaggedError<DecryptError>()("DecryptError", {
@@ -53,12 +54,15 @@ export class Crypto extends Context.Service<Crypto, {
   }
 }
 
+/** SHA-256 in hex: how API keys and other high-entropy tokens are stored (not for passwords). */
+export const sha256Hex = (secret: string): string =>
+  NodeCrypto.createHash("sha256").update(secret, "utf8").digest("hex")
+
 const VERSION = "v1"
 const IV_BYTES = 12
 const TAG_BYTES = 16
 const AAD = Buffer.from(VERSION, "utf8")
 const EMPTY_SALT = Buffer.alloc(0)
-const BASE62 = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
 const makeCrypto = (masterKey: Buffer): Crypto["Service"] => {
   const orgKey = (orgId: string): Buffer =>
@@ -102,21 +106,13 @@ const makeCrypto = (masterKey: Buffer): Crypto["Service"] => {
       }
     })
 
-  const hashSecret = (secret: string): string => NodeCrypto.createHash("sha256").update(secret, "utf8").digest("hex")
+  const hashSecret = sha256Hex
 
   const randomToken = (bytes: number): string => {
     if (!Number.isSafeInteger(bytes) || bytes <= 0) {
       throw new RangeError(`randomToken: bytes must be a positive integer, got ${bytes}`)
     }
-    const length = Math.ceil((bytes * 8) / Math.log2(BASE62.length))
-    let token = ""
-    while (token.length < length) {
-      // 248 = 4 * 62: bytes >= 248 are rejected so every character is equally likely
-      for (const byte of NodeCrypto.randomBytes(length - token.length + 16)) {
-        if (byte < 248 && token.length < length) token += BASE62[byte % 62]
-      }
-    }
-    return token
+    return randomBase62(Math.ceil((bytes * 8) / Math.log2(62)))
   }
 
   return { encrypt, decrypt, hashSecret, randomToken }

@@ -1,11 +1,18 @@
-import { randomInt } from "node:crypto"
+import { randomBytes } from "node:crypto"
 
-const alphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
-/** A random base62 string from the CSPRNG (no modulo bias: `randomInt` is uniform). */
+/**
+ * A random `[A-Za-z0-9]` string from the CSPRNG. Bytes >= 248 (4 * 62) are rejected so
+ * every character is equally likely (no modulo bias).
+ */
 export const randomBase62 = (length: number): string => {
   let out = ""
-  for (let i = 0; i < length; i++) out += alphabet[randomInt(alphabet.length)]
+  while (out.length < length) {
+    for (const byte of randomBytes(length - out.length + 16)) {
+      if (byte < 248 && out.length < length) out += alphabet[byte % 62]
+    }
+  }
   return out
 }
 
