@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
 import { SqlClient } from "effect/sql"
-import { Forbidden, NotFound, Unauthorized, ValidationError } from "../../schemas/Errors.ts"
+import { Forbidden, NotFound, Unauthorized } from "../../schemas/Errors.ts"
 import type {
   ApiKeySummary,
   ApiScope,
@@ -36,7 +36,7 @@ const hashSecret = sha256Hex
 const cacheTtlMillis = 30_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
-  create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden | ValidationError>
+  create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden>
   list(orgId: string): Effect.Effect<ReadonlyArray<ApiKeySummary>>
   /** Revokes a key; with `orgId`, only one of that organization's (another's answers 404). */
   revoke(keyId: string, options?: { readonly orgId?: string }): Effect.Effect<{ readonly orgId: string }, NotFound>

@@ -1,9 +1,10 @@
-import { Cause, Clock, Context, Duration, Effect, Fiber, Layer, Option, Queue, Schedule, Schema } from "effect"
-import { Entity, EntityId, Sharding } from "effect/cluster"
+import { Cause, Clock, Context, Cron, Duration, Effect, Fiber, Layer, Option, Queue, Schedule, Schema } from "effect"
+import { ClusterCron, Entity, EntityId, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { CheckRecorder, type ClaimedSlot } from "../../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../../services/monitoring/checks/Checker.ts"
 import { currentSlot, retryFits } from "../../services/monitoring/MonitorState.ts"
+import { Uptime } from "../../services/monitoring/Uptime.ts"
 import { Events } from "../../services/platform/Events.ts"
 
 /**
@@ -30,6 +31,7 @@ import { Events } from "../../services/platform/Events.ts"
  * monitors whose shard this runner holds but whose fiber is not running here — at start
  * (after a restart), after a shard moves to this runner, and as a safety net. Config
  * changes reach the entity as `Reload` from a durable consumer of `monitor.changed`.
+ * Raw heartbeats older than 90 days are pruned daily by a cluster cron (one runner).
  *
  * The entity never passivates (`maxIdleTime` infinite): its fiber is its job. An
  * inactive monitor's entity stays resident with no fiber until the runner stops.
@@ -291,8 +293,22 @@ export const MonitorChangeConsumer = Layer.effectDiscard(Effect.gen(function*() 
   )
 }))
 
-/** The monitor entity, the wake-up sweep and the change consumer, with their services. */
+/** Raw heartbeats are kept this many days; hourly rollups are kept (uptime does not change). */
+export const HEARTBEAT_RETENTION_DAYS = 90
+
+/** Daily heartbeat retention on one runner of the cluster (03:17 UTC). */
+export const HeartbeatRetentionCron = ClusterCron.make({
+  name: "monitoring/PruneHeartbeats",
+  cron: Cron.parseUnsafe("17 3 * * *"),
+  execute: Effect.gen(function*() {
+    const uptime = yield* Uptime
+    const deleted = yield* uptime.pruneHeartbeats(HEARTBEAT_RETENTION_DAYS)
+    yield* Effect.logInfo(`Pruned ${deleted} heartbeats older than ${HEARTBEAT_RETENTION_DAYS} days`)
+  })
+})
+
+/** The monitor entity, the wake-up sweep, the change consumer and retention, with their services. */
 export const MonitorSchedulingLive = (options?: MonitorSchedulingOptions) =>
-  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeConsumer).pipe(
+  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeConsumer, HeartbeatRetentionCron).pipe(
     Layer.provideMerge(MonitorRuns.layer)
   )

@@ -31,6 +31,23 @@ const requestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
 
 const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
 
+/**
+ * A request that fails its Schema (params, query, headers or body): 400 `validation_error`
+ * with one `{path, message}` per issue, the path prefixed by where it was (`body.name`).
+ */
+const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
+  const slot = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
+  const details = formatIssues(error.cause.issue).issues.map((issue) => ({
+    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
+      .join("."),
+    message: issue.message
+  }))
+  const message = details.length === 1
+    ? `Invalid ${details[0].path}: ${details[0].message}`
+    : `The request ${slot} is invalid`
+  return errorResponse(400, "validation_error", message, { details })
+}
+
 const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag !== "Empty" && /json/.test(String((response.body as { contentType?: string }).contentType))
 
@@ -47,13 +64,8 @@ const responseForCause = (cause: Cause.Cause<unknown>) =>
             : errorResponse(400, "validation_error", "The request body could not be read")
         }
       }
-      if (HttpApiError.HttpApiSchemaError.is(error)) {
-        return errorResponse(400, "validation_error", "The request does not match its schema", {
-          details: formatIssues(error.cause.issue).issues.map((issue) => ({
-            path: (issue.path ?? []).map(String).join("."),
-            message: issue.message
-          }))
-        })
+      if (HttpApiError.HttpApiSchemaError.is(error) && error.kind !== "Body" && error.kind !== "ResponseHeaders") {
+        return validationResponse(error)
       }
       if (HttpApiError.HttpApiPayloadTooLarge.is(error)) {
         return errorResponse(413, "payload_too_large", "The request body is over this route's limit")

@@ -3,7 +3,6 @@ import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
-import { SchemaErrors } from "./Security.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
@@ -15,7 +14,6 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
-  .middleware(SchemaErrors)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"

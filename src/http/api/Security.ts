@@ -1,6 +1,6 @@
 import { Context } from "effect"
 import { HttpApiMiddleware, HttpApiSecurity } from "effect/http-api"
-import { Forbidden, RateLimited, Unauthorized, ValidationError } from "../../../schemas/Errors.ts"
+import { Forbidden, RateLimited, Unauthorized } from "../../../schemas/Errors.ts"
 import type { ApiScope } from "../../../schemas/Tenancy.ts"
 import type { Principal } from "../../../services/platform/ApiKeys.ts"
 import type { PublicEndpoint } from "../PublicRateLimit.ts"
@@ -27,11 +27,6 @@ export class AdminAuthentication extends HttpApiMiddleware.Service<AdminAuthenti
     error: Unauthorized
   }
 ) {}
-
-/** Renders request decoding failures as `400 validation_error` with `details`. */
-export class SchemaErrors extends HttpApiMiddleware.Service<SchemaErrors>()("canopy/http/SchemaErrors", {
-  error: ValidationError
-}) {}
 
 /** Endpoint annotation: which per-IP public limit applies (see PublicRateLimit). */
 export class PublicLimit extends Context.Service<PublicLimit, PublicEndpoint>()("canopy/http/PublicLimit") {}

@@ -1,10 +1,7 @@
 import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
-import { Cause, ErrorReporter } from "effect"
 import { HttpServerRequest } from "effect/http"
-import { HttpApiMiddleware } from "effect/http-api"
-import * as SchemaIssue from "effect/SchemaIssue"
 import { createHash, timingSafeEqual } from "node:crypto"
-import { Forbidden, RateLimited, Unauthorized, ValidationError } from "../../../schemas/Errors.ts"
+import { Forbidden, RateLimited, Unauthorized } from "../../../schemas/Errors.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import {
@@ -13,8 +10,7 @@ import {
   CurrentPrincipal,
   PublicLimit,
   PublicRateLimited,
-  RequiredScope,
-  SchemaErrors
+  RequiredScope
 } from "../api/Security.ts"
 import { clientIp } from "../Edge.ts"
 import { PublicRateLimit } from "../PublicRateLimit.ts"
@@ -98,25 +94,3 @@ export const AdminAuthenticationLive = Layer.effect(
     })
   })
 )
-
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
-
-export const SchemaErrorsLive = HttpApiMiddleware.layerSchemaErrorTransform(SchemaErrors, (error) => {
-  if (error.kind === "Body" || error.kind === "ResponseHeaders") {
-    return Effect.andThen(ErrorReporter.report(Cause.fail(error)), Effect.die(error))
-  }
-  const slot = error.kind === "Payload" ? "body" : error.kind.toLowerCase()
-  const details = formatIssues(error.cause.issue).issues.map((issue) => ({
-    path: [slot, ...(issue.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))]
-      .join("."),
-    message: issue.message
-  }))
-  return Effect.fail(
-    new ValidationError({
-      message: details.length === 1
-        ? `Invalid ${details[0].path}: ${details[0].message}`
-        : `The request ${slot} is invalid`,
-      details
-    })
-  )
-})
