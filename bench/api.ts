@@ -4,8 +4,8 @@
  * JSON, both driven by autocannon on loopback in the same run; then the limiter alone.
  * Env: DURATION (default 10), CONNECTIONS (default 50).
  */
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { NodeCrypto } from "@effect/platform-node"
+import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SingleRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -25,7 +25,9 @@ const main = async () => {
   const scope = Effect.runSync(Scope.make())
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
   Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope)))
+  const pg = await Effect.runPromise(
+    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
+  )
 
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
@@ -55,43 +57,61 @@ const main = async () => {
   await stop(canopy)
 
   const barePort = await freePort()
-  const bare = await startProcess("bench/bare-server.ts", { PORT: String(barePort), BODY: body }, `http://127.0.0.1:${barePort}/`)
+  const bare = await startProcess(
+    "bench/bare-server.ts",
+    { PORT: String(barePort), BODY: body },
+    `http://127.0.0.1:${barePort}/`
+  )
   await load(`http://127.0.0.1:${barePort}/`, { seconds: 2, connections })
   const bareResult = await load(`http://127.0.0.1:${barePort}/`, { seconds, connections })
   await stop(bare)
 
   // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
-  const limiterLatencies = await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_limiter', 'limiter', 'L', 'enterprise')`
-    const quota = yield* RequestQuota
-    const latencies: Array<number> = []
-    const run = (limit: number) =>
-      Effect.forEach(Array.from({ length: 50 }), () =>
-        Effect.gen(function*() {
-          for (let i = 0; i < 400; i++) {
-            const started = performance.now()
-            yield* quota.take("org_limiter", limit)
-            latencies.push(performance.now() - started)
-          }
-        }), { concurrency: 50, discard: true })
-    yield* run(100_000_000)
-    return latencies.sort((a, b) => a - b)
-  }).pipe(
-    Effect.provide(RequestQuota.layer.pipe(
-      Layer.provideMerge(OrganizationEntityLayer),
-      Layer.provideMerge(SingleRunner.layer({ runnerStorage: "sql" }).pipe(Layer.provide(NodeCrypto.layerDigest))),
-      Layer.provideMerge(Database.layer(Redacted.make(pg.url.replace(/\/postgres$/, "/postgres"))))
-    ))
-  )))
+  const limiterLatencies = await Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_limiter', 'limiter', 'L', 'enterprise')`
+      const quota = yield* RequestQuota
+      const latencies: Array<number> = []
+      const run = (limit: number) =>
+        Effect.forEach(Array.from({ length: 50 }), () =>
+          Effect.gen(function*() {
+            for (let i = 0; i < 400; i++) {
+              const started = performance.now()
+              yield* quota.take("org_limiter", limit)
+              latencies.push(performance.now() - started)
+            }
+          }), { concurrency: 50, discard: true })
+      yield* run(100_000_000)
+      return latencies.sort((a, b) => a - b)
+    }).pipe(
+      Effect.provide(RequestQuota.layer.pipe(
+        Layer.provideMerge(OrganizationEntityLayer),
+        Layer.provideMerge(SingleRunner.layer({ runnerStorage: "sql" }).pipe(Layer.provide(NodeCrypto.layerDigest))),
+        Layer.provideMerge(Database.layer(Redacted.make(pg.url.replace(/\/postgres$/, "/postgres"))))
+      ))
+    )
+  ))
 
   await Effect.runPromise(Scope.close(scope, Exit.void))
   Fs.rmSync(dir, { recursive: true, force: true })
 
   console.log(`\nGET /api/v1/me, ${connections} connections, ${seconds} s each, autocannon on loopback\n`)
   printTable([
-    { server: "canopy (auth + limiter + JSON)", "req/s": canopyResult.requestsPerSecond, "p50 ms": canopyResult.p50, "p99 ms": canopyResult.p99, "non-2xx": canopyResult.non2xx },
-    { server: "bare node:http", "req/s": bareResult.requestsPerSecond, "p50 ms": bareResult.p50, "p99 ms": bareResult.p99, "non-2xx": bareResult.non2xx }
+    {
+      server: "canopy (auth + limiter + JSON)",
+      "req/s": canopyResult.requestsPerSecond,
+      "p50 ms": canopyResult.p50,
+      "p99 ms": canopyResult.p99,
+      "non-2xx": canopyResult.non2xx
+    },
+    {
+      server: "bare node:http",
+      "req/s": bareResult.requestsPerSecond,
+      "p50 ms": bareResult.p50,
+      "p99 ms": bareResult.p99,
+      "non-2xx": bareResult.non2xx
+    }
   ])
   const ratio = canopyResult.requestsPerSecond / bareResult.requestsPerSecond
   console.log(`\nthroughput ratio canopy/bare: ${(ratio * 100).toFixed(1)}% (goal >= 50%)`)

@@ -11,7 +11,10 @@ export interface LoadResult {
 }
 
 /** autocannon on loopback; latencies in ms. */
-export const load = (url: string, options: { headers?: Record<string, string>; seconds: number; connections: number }) =>
+export const load = (
+  url: string,
+  options: { headers?: Record<string, string>; seconds: number; connections: number }
+) =>
   new Promise<LoadResult>((resolve, reject) => {
     autocannon({
       url,
@@ -65,7 +68,9 @@ export const percentile = (sorted: ReadonlyArray<number>, p: number) =>
 export const printTable = (rows: ReadonlyArray<Record<string, string | number>>) => {
   const columns = Object.keys(rows[0])
   const cell = (value: string | number) => typeof value === "number" ? value.toFixed(value < 10 ? 2 : 0) : value
-  const widths = columns.map((column) => Math.max(column.length, ...rows.map((row) => String(cell(row[column])).length)))
+  const widths = columns.map((column) =>
+    Math.max(column.length, ...rows.map((row) => String(cell(row[column])).length))
+  )
   const line = (values: ReadonlyArray<string>) => values.map((value, i) => value.padEnd(widths[i])).join("  ")
   console.log(line(columns))
   console.log(line(widths.map((width) => "-".repeat(width))))

@@ -1,8 +1,8 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
-import { PgClient } from "@effect/sql-pg"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
 
 const sqlOn = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
@@ -40,7 +40,10 @@ describe("API keys", () => {
       const after = yield* request(`${app.baseUrl}/api/v1/me`, { token: key })
       expect(after.status).toBe(401)
       expect(after.body.error).toBe("unauthorized")
-      const missing = yield* request(`${app.baseUrl}/api/v1/admin/keys/key_nope`, { method: "DELETE", token: adminToken })
+      const missing = yield* request(`${app.baseUrl}/api/v1/admin/keys/key_nope`, {
+        method: "DELETE",
+        token: adminToken
+      })
       expect(missing.status).toBe(404)
     }).pipe(Effect.scoped))
 
@@ -112,4 +115,3 @@ describe("API keys", () => {
       expect(duplicate.body.error).toBe("conflict")
     }).pipe(Effect.scoped))
 })
-

@@ -9,7 +9,8 @@ const cli = (baseUrl: string, args: ReadonlyArray<string>) =>
       "node_modules/.bin/tsx",
       ["src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
       { timeout: 30_000 },
-      (error, stdout, stderr) => resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
+      (error, stdout, stderr) =>
+        resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
     )
   })
 

@@ -28,7 +28,11 @@ describe("error model", () => {
       expectErrorBody(invalid.body, "validation_error")
       expect(invalid.body.details).toEqual([{ path: "body.slug", message: expect.any(String) }])
 
-      const missingField = yield* request(`${base}/api/v1/admin/orgs`, { ...admin, method: "POST", body: { slug: "ok" } })
+      const missingField = yield* request(`${base}/api/v1/admin/orgs`, {
+        ...admin,
+        method: "POST",
+        body: { slug: "ok" }
+      })
       expect(missingField.status).toBe(400)
       expect(missingField.body.details[0].path).toBe("body.name")
 

@@ -10,7 +10,10 @@ const getFrom = (url: string, localAddress: string) =>
       Http.get(url, { localAddress }, (response) => {
         let text = ""
         response.on("data", (chunk) => text += chunk)
-        response.on("end", () => resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) }))
+        response.on(
+          "end",
+          () => resolve({ status: response.statusCode!, headers: response.headers, body: JSON.parse(text) })
+        )
       }).on("error", reject)
     })
   )
@@ -32,7 +35,11 @@ describe("public endpoints", () => {
       for (let i = 1; i < 100; i++) expect((yield* request(url)).status).toBe(200)
       const limited = yield* request(url)
       expect(limited.status).toBe(429)
-      expect(limited.body).toEqual({ error: "rate_limited", message: expect.any(String), retryAfter: expect.any(Number) })
+      expect(limited.body).toEqual({
+        error: "rate_limited",
+        message: expect.any(String),
+        retryAfter: expect.any(Number)
+      })
       expect(Number(limited.headers.get("retry-after"))).toBe(limited.body.retryAfter)
 
       // The key's quota was not touched by 101 public requests...

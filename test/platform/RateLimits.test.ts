@@ -52,7 +52,11 @@ describe("per-organization quota over HTTP", () => {
 
       const limited = yield* request(`${app.baseUrl}/api/v1/me`, { token: key })
       expect(limited.status).toBe(429)
-      expect(limited.body).toEqual({ error: "rate_limited", message: expect.any(String), retryAfter: expect.any(Number) })
+      expect(limited.body).toEqual({
+        error: "rate_limited",
+        message: expect.any(String),
+        retryAfter: expect.any(Number)
+      })
       const retryAfter = Number(limited.headers.get("retry-after"))
       expect(retryAfter).toBe(limited.body.retryAfter)
       expect(retryAfter).toBeGreaterThanOrEqual(1)

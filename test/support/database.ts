@@ -1,6 +1,6 @@
+import { PgClient } from "@effect/sql-pg"
 import { Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import { PgClient } from "@effect/sql-pg"
 import { inject } from "vitest"
 import { Database } from "../../services/platform/Database.ts"
 
