@@ -8,7 +8,7 @@ import { type MonitorStatus, type Transition, transition } from "./MonitorState.
 import { accountInterval } from "./Uptime.ts"
 
 /**
- * The SQL side of a monitor's schedule (the `Monitor` entity holds the timing):
+ * The SQL side of a monitor's schedule (the `Monitor` entity decides the timing):
  *
  * - `claim` takes a slot by compare-and-swap on `monitors.next_check_at`: exactly one
  *   caller — whichever runner, even two at once during a shard hand-off — moves it from
@@ -30,6 +30,7 @@ export interface MonitorSchedule {
   readonly nextCheckAt: number
   readonly frequency: number
   readonly retryInterval: number
+  readonly status: MonitorStatus
 }
 
 /** A claimed slot: the monitor's configuration at claim time and the slot it owns. */
@@ -131,7 +132,7 @@ const make = Effect.gen(function*() {
     Effect.map(
       sql<MonitorSchedule>`
         SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
-          retry_interval AS "retryInterval"
+          retry_interval AS "retryInterval", status
         FROM monitors WHERE id = ${monitorId}`,
       (rows) => Option.fromUndefinedOr(rows[0])
     )
@@ -177,6 +178,15 @@ const make = Effect.gen(function*() {
           AND active
         RETURNING id`,
       (rows) => rows.length > 0
+    )
+
+  /** The slot of the newest heartbeat (epoch ms), if any. */
+  const lastSlotAt = (monitorId: string): Effect.Effect<Option.Option<number>, SqlError> =>
+    Effect.map(
+      sql<{ readonly slotAt: number }>`
+        SELECT ${sql.literal(ms("slot_at"))} AS "slotAt" FROM heartbeats
+        WHERE monitor_id = ${monitorId} ORDER BY checked_at DESC LIMIT 1`,
+      (rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => row.slotAt)
     )
 
   /** The current check target for a retry, if the monitor is still active. */
@@ -281,13 +291,13 @@ const make = Effect.gen(function*() {
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     }))
 
-  /** Ids of every active monitor (the wake-up sweep). */
-  const activeMonitorIds: Effect.Effect<ReadonlyArray<string>, SqlError> = Effect.map(
-    sql<{ readonly id: string }>`SELECT id FROM monitors WHERE active`,
-    (rows) => rows.map((row) => row.id)
-  )
+  /** The schedule of every active monitor (the wake-up sweep). */
+  const activeSchedules: Effect.Effect<ReadonlyArray<MonitorSchedule>, SqlError> = sql<MonitorSchedule>`
+    SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
+      retry_interval AS "retryInterval", status
+    FROM monitors WHERE active`
 
-  return CheckRecorder.of({ loadSchedule, claim, reschedule, loadTarget, record, activeMonitorIds })
+  return CheckRecorder.of({ loadSchedule, claim, reschedule, lastSlotAt, loadTarget, record, activeSchedules })
 })
 
 export class CheckRecorder extends Context.Service<CheckRecorder, {
@@ -303,9 +313,10 @@ export class CheckRecorder extends Context.Service<CheckRecorder, {
     readonly expected: number
     readonly next: number
   }) => Effect.Effect<boolean, SqlError>
+  readonly lastSlotAt: (monitorId: string) => Effect.Effect<Option.Option<number>, SqlError>
   readonly loadTarget: (monitorId: string) => Effect.Effect<Option.Option<CheckTarget>, SqlError>
   readonly record: (input: AttemptInput) => Effect.Effect<RecordOutcome, SqlError>
-  readonly activeMonitorIds: Effect.Effect<ReadonlyArray<string>, SqlError>
+  readonly activeSchedules: Effect.Effect<ReadonlyArray<MonitorSchedule>, SqlError>
 }>()("canopy/monitoring/CheckRecorder") {
   static readonly layer: Layer.Layer<CheckRecorder, never, SqlClient.SqlClient | Events | AppConfig> = Layer.effect(
     CheckRecorder,

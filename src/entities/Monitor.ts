@@ -1,8 +1,9 @@
-import { Cause, Clock, Context, Cron, Duration, Effect, Fiber, Layer, Option, Queue, Schedule, Schema } from "effect"
+import { Cause, Clock, Context, Cron, Duration, Effect, Layer, Option, Queue, Schema, Scope, Semaphore } from "effect"
 import { ClusterCron, Entity, EntityId, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { CheckRecorder, type ClaimedSlot } from "../../services/monitoring/CheckRecorder.ts"
-import { Checker } from "../../services/monitoring/checks/Checker.ts"
+import type { SqlError } from "effect/sql/SqlError"
+import { CheckRecorder, type MonitorSchedule } from "../../services/monitoring/CheckRecorder.ts"
+import { Checker, type CheckTarget } from "../../services/monitoring/checks/Checker.ts"
 import { currentSlot, retryFits } from "../../services/monitoring/MonitorState.ts"
 import { Uptime } from "../../services/monitoring/Uptime.ts"
 import { Events } from "../../services/platform/Events.ts"
@@ -10,236 +11,421 @@ import { Events } from "../../services/platform/Events.ts"
 /**
  * One entity per monitor, owning its schedule (GUIDE §1, §6).
  *
- * While the monitor is active the entity runs one fiber, in its own scope, that sleeps
- * (Effect `Clock`, so `TestClock` drives it) until `next_check_at`, claims that slot by
- * compare-and-swap (`CheckRecorder.claim`), runs the check, retries the same slot
- * after `retryInterval` while a failure is unconfirmed, and records each attempt in one
- * transaction (`CheckRecorder.record`). Everything durable — the next slot, the status,
- * the consecutive failures — lives in the `monitors` row, so the fiber holds nothing
- * that a restart or a shard hand-off could lose.
+ * The entity decides everything about its checks: when the next slot is, claiming it,
+ * running the check, retrying an unconfirmed failure after `retryInterval`, recording
+ * each attempt (one transaction, `CheckRecorder.record`) and rescheduling when the
+ * frequency changes. Everything durable — the next slot, the status, the consecutive
+ * failures — lives in the `monitors` row, so nothing is lost with the entity.
  *
- * Exactly once per slot: only the caller whose `UPDATE … WHERE next_check_at = <slot>`
- * matched runs the slot; a second runner (during a hand-off both may host the entity
- * for a moment) finds the row moved on and re-reads. Heartbeats are also unique per
+ * Between checks the entity does not stay resident: it leaves an alarm (its next slot,
+ * or its next retry) with its runner's `MonitorAlarms` and passivates. An alarm is a
+ * heap entry of a few dozen bytes, where a resident entity with a sleeping fiber costs
+ * about 30 KB (measured): 10,000 monitors would need ~300 MB of heap for sleeping alone.
+ * One fiber per runner sleeps (Effect `Clock`, so `TestClock` drives it) until the
+ * earliest alarm and sends it to the entity (`Check` / `Retry`), which is re-activated
+ * for the check and passivated again `maxIdleTime` after it.
+ *
+ * Exactly once per slot: `Check` claims the slot by compare-and-swap on
+ * `monitors.next_check_at` (`CheckRecorder.claim`); only the caller whose update matched
+ * runs the check. Two runners — during a shard hand-off both may act for a monitor for
+ * a moment, a stale alarm may fire — cannot both win. Heartbeats are also unique per
  * (monitor, slot, attempt), so even a replayed attempt writes nothing.
  *
- * Late slots: a slot missed by a whole interval or more (downtime) is not replayed as
- * a burst; the entity checks once, at once, for the latest slot of the grid, and goes on.
+ * Late slots: a slot missed by a whole interval or more (downtime) is not replayed as a
+ * burst; the entity checks once, at once, for the latest slot of the grid, and goes on.
  *
- * Who starts the fiber: activation of the entity (any message), `Wake`/`Reload`, and on
- * every runner a sweep (`MonitorSweeper`) that wakes, every `sweepInterval`, the active
- * monitors whose shard this runner holds but whose fiber is not running here — at start
- * (after a restart), after a shard moves to this runner, and as a safety net. Config
- * changes reach the entity as `Reload` from a durable consumer of `monitor.changed`.
+ * Arming alarms: the entity re-arms itself after every claim and attempt; `Wake` and
+ * `Reload` (sent by a durable consumer of `monitor.changed`) re-read the row (start,
+ * stop, or reschedule after a frequency change); and on every runner a sweep
+ * (`MonitorSweeper`) arms, every `sweepInterval` (every second for the first ten
+ * seconds after start), the active monitors whose shard this runner holds and which
+ * have no alarm here — after a restart, after shards move to this runner, and as a
+ * safety net. An alarm whose monitor is no longer hosted here is dropped when it fires.
  * Raw heartbeats older than 90 days are pruned daily by a cluster cron (one runner).
- *
- * The entity never passivates (`maxIdleTime` infinite): its fiber is its job. An
- * inactive monitor's entity stays resident with no fiber until the runner stops.
  */
 
+// ---------------------------------------------------------------------------
+// Protocol
+// ---------------------------------------------------------------------------
+
 export const MonitorInfo = Schema.Struct({
+  /** An alarm (next slot or retry) is armed on the hosting runner. */
   running: Schema.Boolean,
   /** The runner hosting this entity. */
   runner: Schema.String
 })
 
-/** Ensure the schedule fiber runs (idempotent); also makes it re-read the monitor. */
+/** Re-read the monitor and arm its next check (idempotent). */
 export const Wake = Rpc.make("Wake")
-/** The monitor's configuration changed: re-read it now (start, stop or reschedule). */
+/** The monitor's configuration changed: re-read it (start, stop, reschedule). */
 export const Reload = Rpc.make("Reload")
-/** Whether the schedule fiber runs, and where (operators, tests). */
+/** The slot the entity last saw as `next_check_at` is due: claim it and check. */
+export const Check = Rpc.make("Check", {
+  payload: { expected: Schema.Number, frequency: Schema.Number }
+})
+/** Another attempt of a claimed slot whose failure is not confirmed yet. */
+export const Retry = Rpc.make("Retry", {
+  payload: {
+    slotAt: Schema.Number,
+    attempt: Schema.Number,
+    nextCheckAt: Schema.Number,
+    frequency: Schema.Number,
+    retryInterval: Schema.Number
+  }
+})
+/** Whether the schedule is armed, and where (operators, tests). */
 export const Inspect = Rpc.make("Inspect", { success: MonitorInfo })
 
-export const Monitor = Entity.make("Monitor", [Wake, Reload, Inspect])
+export const Monitor = Entity.make("Monitor", [Wake, Reload, Check, Retry, Inspect])
 
-/** The monitors whose schedule fiber runs on this runner (one registry per runner). */
-export class MonitorRuns extends Context.Service<MonitorRuns, {
-  readonly running: Set<string>
-}>()("canopy/entities/MonitorRuns") {
-  static readonly layer = Layer.sync(MonitorRuns, () => ({ running: new Set<string>() }))
+// ---------------------------------------------------------------------------
+// Alarms: one timer per runner for all the monitors it hosts
+// ---------------------------------------------------------------------------
+
+export type Alarm =
+  | { readonly kind: "slot"; readonly expected: number; readonly frequency: number }
+  | {
+    readonly kind: "retry"
+    readonly slotAt: number
+    readonly attempt: number
+    readonly nextCheckAt: number
+    readonly frequency: number
+    readonly retryInterval: number
+  }
+
+interface HeapEntry {
+  readonly at: number
+  readonly seq: number
+  readonly monitorId: string
 }
 
-/** Logs a failure of a background step (not interruption) and lets the loop go on. */
-const logFailure = (message: string, monitorId?: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+/** A binary min-heap on (at, seq) with lazy deletion (stale entries are skipped). */
+class AlarmHeap {
+  private readonly items: Array<HeapEntry> = []
+  get size() {
+    return this.items.length
+  }
+  peek(): HeapEntry | undefined {
+    return this.items[0]
+  }
+  private less(a: HeapEntry, b: HeapEntry) {
+    return a.at < b.at || (a.at === b.at && a.seq < b.seq)
+  }
+  push(entry: HeapEntry) {
+    const items = this.items
+    items.push(entry)
+    let i = items.length - 1
+    while (i > 0) {
+      const parent = (i - 1) >> 1
+      if (!this.less(items[i], items[parent])) break
+      ;[items[i], items[parent]] = [items[parent], items[i]]
+      i = parent
+    }
+  }
+  pop(): HeapEntry | undefined {
+    const items = this.items
+    const top = items[0]
+    const last = items.pop()
+    if (items.length > 0 && last !== undefined) {
+      items[0] = last
+      let i = 0
+      while (true) {
+        const left = 2 * i + 1
+        const right = left + 1
+        let smallest = i
+        if (left < items.length && this.less(items[left], items[smallest])) smallest = left
+        if (right < items.length && this.less(items[right], items[smallest])) smallest = right
+        if (smallest === i) break
+        ;[items[i], items[smallest]] = [items[smallest], items[i]]
+        i = smallest
+      }
+    }
+    return top
+  }
+}
+
+/**
+ * How long a delivered alarm counts as armed while its entity works (claim, check up to
+ * the 120 s timeout, record) without re-arming; after that the sweep may arm it again.
+ */
+const IN_FLIGHT_MS = 150_000
+
+/** The alarms of the monitors hosted on this runner (one per monitor: its next slot or retry). */
+export class MonitorAlarms extends Context.Service<MonitorAlarms, {
+  /** Arms (or replaces) the monitor's alarm. */
+  readonly set: (monitorId: string, at: number, alarm: Alarm) => void
+  readonly cancel: (monitorId: string) => void
+  /** The armed alarm, or the one delivered less than `IN_FLIGHT_MS` ago and not yet replaced. */
+  readonly get: (monitorId: string) => Alarm | undefined
+  readonly has: (monitorId: string) => boolean
+  readonly size: () => number
+}>()("canopy/entities/MonitorAlarms") {
+  /**
+   * One fiber sleeps until the earliest alarm and sends each due alarm to its entity
+   * (`Check`/`Retry`, at most `fireConcurrency` sends at a time), if the monitor is
+   * still hosted on this runner.
+   */
+  static readonly layer = (options?: { readonly fireConcurrency?: number | undefined }) =>
+    Layer.effect(
+      MonitorAlarms,
+      Effect.gen(function*() {
+        const sharding = yield* Sharding.Sharding
+        const makeClient = yield* Monitor.client
+        const scope = yield* Effect.scope
+        const permits = yield* Semaphore.make(options?.fireConcurrency ?? 500)
+        const clock = yield* Clock.Clock
+        const alarms = new Map<
+          string,
+          { readonly at: number; readonly seq: number; readonly alarm: Alarm; firedAt?: number }
+        >()
+        const heap = new AlarmHeap()
+        const wake = yield* Queue.sliding<void>(1)
+        let seq = 0
+        let sleepingUntil = Number.POSITIVE_INFINITY
+
+        /** The monitor's entry unless it was delivered too long ago without being replaced. */
+        const live = (monitorId: string) => {
+          const entry = alarms.get(monitorId)
+          if (entry?.firedAt !== undefined && clock.currentTimeMillisUnsafe() - entry.firedAt > IN_FLIGHT_MS) {
+            alarms.delete(monitorId)
+            return undefined
+          }
+          return entry
+        }
+
+        const hostedHere = (monitorId: string) => {
+          const entityId = EntityId.make(monitorId)
+          return sharding.hasShardId(sharding.getShardId(entityId, Monitor.getShardGroup(entityId)))
+        }
+
+        const fire = (monitorId: string, alarm: Alarm) => {
+          const client = makeClient(monitorId)
+          const send = alarm.kind === "slot"
+            ? client.Check({ expected: alarm.expected, frequency: alarm.frequency }, { discard: true })
+            : client.Retry({
+              slotAt: alarm.slotAt,
+              attempt: alarm.attempt,
+              nextCheckAt: alarm.nextCheckAt,
+              frequency: alarm.frequency,
+              retryInterval: alarm.retryInterval
+            }, { discard: true })
+          return send.pipe(
+            Effect.catchCause((cause) =>
+              Effect.logDebug("Monitor: alarm not delivered", cause).pipe(Effect.annotateLogs({ monitorId }))
+            ),
+            permits.withPermits(1),
+            Effect.forkIn(scope)
+          )
+        }
+
+        const loop = Effect.gen(function*() {
+          while (true) {
+            const now = yield* Clock.currentTimeMillis
+            while (true) {
+              const top = heap.peek()
+              if (top === undefined || top.at > now) break
+              heap.pop()
+              const current = alarms.get(top.monitorId)
+              if (current === undefined || current.seq !== top.seq) continue
+              // Shards that moved away: the new host's sweep arms the monitor there.
+              if (!hostedHere(top.monitorId)) {
+                alarms.delete(top.monitorId)
+                continue
+              }
+              // Delivered but kept as "in flight" until the entity re-arms (or cancels), so
+              // the sweep does not arm the same slot again meanwhile.
+              current.firedAt = now
+              yield* fire(top.monitorId, current.alarm)
+            }
+            const next = heap.peek()
+            sleepingUntil = next === undefined ? Number.POSITIVE_INFINITY : next.at
+            if (next === undefined) yield* Queue.take(wake)
+            else yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(Math.max(1, next.at - now)))
+          }
+        })
+        yield* Effect.forkScoped(loop)
+        yield* Scope.addFinalizer(scope, Effect.sync(() => alarms.clear()))
+
+        return MonitorAlarms.of({
+          set: (monitorId, at, alarm) => {
+            const entry = { at, seq: ++seq, alarm }
+            alarms.set(monitorId, entry)
+            heap.push({ at, seq: entry.seq, monitorId })
+            if (at < sleepingUntil) {
+              sleepingUntil = at
+              Queue.offerUnsafe(wake, undefined)
+            }
+          },
+          cancel: (monitorId) => {
+            alarms.delete(monitorId)
+          },
+          get: (monitorId) => live(monitorId)?.alarm,
+          has: (monitorId) => live(monitorId) !== undefined,
+          size: () => alarms.size
+        })
+      })
+    )
+}
+
+// ---------------------------------------------------------------------------
+// The entity
+// ---------------------------------------------------------------------------
+
+/** Logs a failure (not an interruption) of a handler step; the sweep re-arms what it missed. */
+const logged = (message: string, monitorId: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.catchCause(self, (cause) =>
     Cause.hasInterruptsOnly(cause)
       ? Effect.failCause(cause as Cause.Cause<never>)
-      : Effect.logWarning(message, cause).pipe(
-        Effect.annotateLogs(monitorId === undefined ? {} : { monitorId }),
-        Effect.andThen(Effect.fail(cause))
-      ))
+      : Effect.logWarning(message, cause).pipe(Effect.annotateLogs({ monitorId })))
 
-/**
- * The schedule loop of one monitor. Returns when the monitor is inactive or deleted.
- * `signal` wakes it early to re-read the row (Reload).
- */
-export const scheduleLoop = (monitorId: string, signal: Queue.Queue<void>) =>
-  Effect.gen(function*() {
-    const recorder = yield* CheckRecorder
-    const checker = yield* Checker
-
-    /** Waits `millis` or until signalled; true when signalled. */
-    const waitOrSignal = (millis: number) =>
-      millis <= 0
-        ? Effect.succeed(false)
-        : Effect.map(Effect.timeoutOption(Queue.take(signal), Duration.millis(millis)), Option.isSome)
-
-    /** The checks of one claimed slot: attempt 0, then retries while a failure is unconfirmed. */
-    const runSlot = Effect.fnUntraced(function*(slot: ClaimedSlot) {
-      let signalled = false
-      let target = slot.target
-      for (let attempt = 0;; attempt++) {
-        const checkedAt = yield* Clock.currentTimeMillis
-        const result = yield* checker.check(target)
-        // A finished check is recorded even if the entity is stopping meanwhile.
-        const outcome = yield* Effect.uninterruptible(
-          recorder.record({ monitorId, slotAt: slot.slotAt, attempt, checkedAt, result })
-        )
-        if (outcome._tag === "Skipped" || !outcome.transition.retry) return signalled
-        const now = yield* Clock.currentTimeMillis
-        if (!retryFits(now, slot.retryInterval, slot.nextCheckAt)) return signalled
-        // Wait for the retry; a Reload meanwhile re-reads whether the monitor is still active.
-        const retryAt = now + slot.retryInterval * 1000
-        while (true) {
-          const current = yield* Clock.currentTimeMillis
-          if (!(yield* waitOrSignal(retryAt - current))) break
-          signalled = true
-          if (Option.isNone(yield* recorder.loadSchedule(monitorId).pipe(Effect.map(Option.filter((s) => s.active))))) {
-            return signalled
-          }
-        }
-        const fresh = yield* recorder.loadTarget(monitorId)
-        if (Option.isNone(fresh)) return signalled
-        target = fresh.value
-      }
-    })
-
-    // What this loop last claimed: a frequency change reschedules from that slot.
-    let last: { readonly slotAt: number; nextCheckAt: number; frequency: number } | undefined
-    // The schedule as of the last claim; undefined → re-read the row.
-    let known: { readonly nextCheckAt: number; readonly frequency: number } | undefined
-
-    while (true) {
-      if (known === undefined) {
-        const loaded = yield* recorder.loadSchedule(monitorId)
-        if (Option.isNone(loaded) || !loaded.value.active) return
-        const schedule = loaded.value
-        if (
-          last !== undefined && schedule.nextCheckAt === last.nextCheckAt && schedule.frequency !== last.frequency
-        ) {
-          // Frequency changed: the next check is due one new interval after the last slot.
-          const next = last.slotAt + schedule.frequency * 1000
-          const moved = yield* recorder.reschedule({ monitorId, expected: last.nextCheckAt, next })
-          if (moved) {
-            last.nextCheckAt = next
-            last.frequency = schedule.frequency
-          }
-          continue
-        }
-        known = { nextCheckAt: schedule.nextCheckAt, frequency: schedule.frequency }
-      }
-      const now = yield* Clock.currentTimeMillis
-      if (known.nextCheckAt > now) {
-        if (yield* waitOrSignal(known.nextCheckAt - now)) {
-          known = undefined
-          continue
-        }
-      }
-      const start = yield* Clock.currentTimeMillis
-      const slotAt = currentSlot(known.nextCheckAt, start, known.frequency)
-      const claimed = yield* recorder.claim({
-        monitorId,
-        expected: known.nextCheckAt,
-        slotAt,
-        frequency: known.frequency
-      })
-      if (Option.isNone(claimed)) {
-        // Another runner took the slot, or the row changed: re-read.
-        known = undefined
-        continue
-      }
-      const slot = claimed.value
-      last = { slotAt, nextCheckAt: slot.nextCheckAt, frequency: slot.frequency }
-      const signalled = yield* runSlot(slot)
-      known = signalled || slot.frequency !== known.frequency
-        ? undefined
-        : { nextCheckAt: slot.nextCheckAt, frequency: slot.frequency }
-    }
-  }).pipe(
-    logFailure("Monitor: schedule loop failed, restarting", monitorId),
-    Effect.retry(Schedule.spaced("5 seconds"))
-  )
+/** How long an entity stays resident after its last message (the reaper runs every 5 s or more). */
+const ENTITY_IDLE_TIME = "5 seconds"
 
 export const MonitorEntityLayer = Monitor.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const runner = yield* Entity.CurrentRunnerAddress
-    const runs = yield* MonitorRuns
-    // The build's own context: handlers may run in a fiber that inherited the sender's
-    // services (a local send from inside a transaction carries that transaction), and the
-    // schedule fiber must not inherit those.
-    const context = yield* Effect.context<CheckRecorder | Checker>()
-    const scope = yield* Effect.scope
+    const alarms = yield* MonitorAlarms
+    const recorder = yield* CheckRecorder
+    const checker = yield* Checker
     const monitorId = address.entityId
     const runnerName = `${runner.host}:${runner.port}`
-    const signal = yield* Queue.sliding<void>(1)
-    let fiber: Fiber.Fiber<void, unknown> | undefined
+    // Handlers run on a fiber that may carry the sender's services: a local send from
+    // inside a transaction (the change consumer's) would make our SQL join that
+    // transaction. Run them in the entity's own context instead.
+    const context = yield* Effect.context<never>()
+    const own = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.setContext(self, context as Context.Context<R>)
 
-    const running = () => fiber !== undefined && fiber.pollUnsafe() === undefined
+    const armSlot = (schedule: { readonly nextCheckAt: number; readonly frequency: number }) =>
+      alarms.set(monitorId, schedule.nextCheckAt, {
+        kind: "slot",
+        expected: schedule.nextCheckAt,
+        frequency: schedule.frequency
+      })
 
-    const loop = Effect.acquireUseRelease(
-      Effect.sync(() => runs.running.add(monitorId)),
-      () => scheduleLoop(monitorId, signal),
-      () => Effect.sync(() => runs.running.delete(monitorId))
-    ).pipe(Effect.setContext(context))
+    /** Re-reads the row and arms the next slot; on `reload`, applies a frequency change first. */
+    const plan = (reload: boolean): Effect.Effect<void, SqlError> =>
+      Effect.gen(function*() {
+        const loaded = yield* recorder.loadSchedule(monitorId)
+        if (Option.isNone(loaded) || !loaded.value.active) {
+          alarms.cancel(monitorId)
+          return
+        }
+        let schedule: MonitorSchedule = loaded.value
+        if (reload && schedule.status !== "pending") {
+          // A raised frequency: the next check is due one new interval after the last
+          // slot checked, not at the slot computed with the old one. (A lowered frequency
+          // is moved earlier by the PATCH itself; a (re-)activated monitor — `pending` —
+          // is due at once.)
+          const last = yield* recorder.lastSlotAt(monitorId)
+          const now = yield* Clock.currentTimeMillis
+          const wanted = Option.isSome(last) ? last.value + schedule.frequency * 1000 : undefined
+          if (wanted !== undefined && schedule.nextCheckAt < wanted && wanted > now) {
+            const moved = yield* recorder.reschedule({ monitorId, expected: schedule.nextCheckAt, next: wanted })
+            if (!moved) return yield* plan(false)
+            schedule = { ...schedule, nextCheckAt: wanted }
+          }
+        }
+        // A retry of the current cycle is armed: it re-arms the slot when done.
+        const armed = alarms.get(monitorId)
+        if (armed?.kind === "retry" && armed.nextCheckAt === schedule.nextCheckAt) return
+        armSlot(schedule)
+      })
 
-    const ensureRunning = Effect.suspend(() => {
-      if (running()) {
-        Queue.offerUnsafe(signal, undefined)
-        return Effect.void
+    /** One attempt of a claimed slot; arms a retry while the failure is unconfirmed. */
+    const attempt = Effect.fnUntraced(function*(
+      slot: {
+        readonly slotAt: number
+        readonly attempt: number
+        readonly nextCheckAt: number
+        readonly frequency: number
+        readonly retryInterval: number
+      },
+      target: CheckTarget
+    ) {
+      const checkedAt = yield* Clock.currentTimeMillis
+      const result = yield* checker.check(target)
+      // A finished check is recorded even if the entity is stopping meanwhile.
+      const outcome = yield* Effect.uninterruptible(
+        recorder.record({ monitorId, slotAt: slot.slotAt, attempt: slot.attempt, checkedAt, result })
+      )
+      if (outcome._tag === "Skipped" && outcome.reason === "inactive") return yield* plan(false)
+      const now = yield* Clock.currentTimeMillis
+      if (
+        outcome._tag === "Recorded" && outcome.transition.retry &&
+        retryFits(now, slot.retryInterval, slot.nextCheckAt)
+      ) {
+        alarms.set(monitorId, now + slot.retryInterval * 1000, { kind: "retry", ...slot, attempt: slot.attempt + 1 })
+      } else {
+        armSlot(slot)
       }
-      // A stale signal must not cut the new fiber's first sleep short.
-      Queue.takeUnsafe(signal)
-      return Effect.asVoid(Effect.tap(Effect.forkIn(loop, scope), (forked) =>
-        Effect.sync(() => {
-          fiber = forked
-        })))
     })
-
-    yield* ensureRunning
 
     return Monitor.of({
-      Wake: () => ensureRunning,
-      Reload: () => ensureRunning,
-      Inspect: () => Effect.sync(() => ({ running: running(), runner: runnerName }))
+      Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId), own),
+      Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId), own),
+      Check: ({ payload }) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          if (payload.expected > now) return armSlot({ nextCheckAt: payload.expected, frequency: payload.frequency })
+          const slotAt = currentSlot(payload.expected, now, payload.frequency)
+          const claimed = yield* recorder.claim({
+            monitorId,
+            expected: payload.expected,
+            slotAt,
+            frequency: payload.frequency
+          })
+          // Another runner took the slot, or the row changed: re-read.
+          if (Option.isNone(claimed)) return yield* plan(false)
+          const slot = claimed.value
+          armSlot(slot)
+          yield* attempt({
+            slotAt,
+            attempt: 0,
+            nextCheckAt: slot.nextCheckAt,
+            frequency: slot.frequency,
+            retryInterval: slot.retryInterval
+          }, slot.target)
+        }).pipe(logged("Monitor: check failed", monitorId), own),
+      Retry: ({ payload }) =>
+        Effect.gen(function*() {
+          const target = yield* recorder.loadTarget(monitorId)
+          if (Option.isNone(target)) {
+            alarms.cancel(monitorId)
+            return
+          }
+          yield* attempt(payload, target.value)
+        }).pipe(logged("Monitor: retry failed", monitorId), own),
+      Inspect: () => Effect.sync(() => ({ running: alarms.has(monitorId), runner: runnerName }))
     })
   }),
-  { maxIdleTime: Duration.infinity }
+  { maxIdleTime: ENTITY_IDLE_TIME }
 )
+
+// ---------------------------------------------------------------------------
+// Sweep, change consumer, retention
+// ---------------------------------------------------------------------------
 
 const STARTUP_SWEEPS = 10
 
 export interface MonitorSchedulingOptions {
-  /** How often each runner wakes the active monitors it hosts but does not run. Default 10 s. */
+  /** How often each runner arms the active monitors it hosts but has no alarm for. Default 10 s. */
   readonly sweepInterval?: Duration.Input | undefined
-  /** Concurrent `Wake` sends of one sweep. Default 200. */
-  readonly wakeConcurrency?: number | undefined
 }
 
 /**
- * Per runner: wakes the active monitors whose shard this runner holds and whose schedule
- * fiber is not running here. Covers the start of a runner (schedules resume after a
- * restart within `sweepInterval` plus activation time), shards arriving from another
- * runner, monitors activated without an event, and any fiber that stopped.
+ * Per runner: arms an alarm for each active monitor whose shard this runner holds and
+ * which has none here — at start (schedules resume after a restart within a second or
+ * two of the shards being acquired), when shards arrive from another runner, for
+ * monitors activated without an event, and after any lost alarm. Arming needs no entity
+ * activation: the entity is activated when the alarm fires.
  */
 export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
     const recorder = yield* CheckRecorder
-    const runs = yield* MonitorRuns
-    const makeClient = yield* Monitor.client
+    const alarms = yield* MonitorAlarms
     const interval = Duration.fromInputUnsafe(options?.sweepInterval ?? "10 seconds")
-    const concurrency = options?.wakeConcurrency ?? 200
 
     const hostedHere = (id: string) => {
       const entityId = EntityId.make(id)
@@ -247,17 +433,25 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
     }
 
     const sweep = Effect.gen(function*() {
-      const ids = yield* recorder.activeMonitorIds
-      const idle = ids.filter((id) => !runs.running.has(id) && hostedHere(id))
-      yield* Effect.forEach(
-        idle,
-        (id) => makeClient(id).Wake(undefined, { discard: true }).pipe(Effect.ignore),
-        { concurrency, discard: true }
+      const schedules = yield* recorder.activeSchedules
+      for (const schedule of schedules) {
+        if (!alarms.has(schedule.id) && hostedHere(schedule.id)) {
+          alarms.set(schedule.id, schedule.nextCheckAt, {
+            kind: "slot",
+            expected: schedule.nextCheckAt,
+            frequency: schedule.frequency
+          })
+        }
+      }
+    }).pipe(
+      Effect.catchCause((cause) =>
+        Cause.hasInterruptsOnly(cause)
+          ? Effect.failCause(cause)
+          : Effect.logWarning("Monitor: sweep failed", cause)
       )
-    }).pipe(logFailure("Monitor: wake-up sweep failed"), Effect.ignore)
+    )
 
-    // Shards are acquired in the background after start: sweep every second for the first
-    // seconds (a restart resumes promptly), then every `interval`.
+    // Shards are acquired in the background after start: sweep every second at first.
     yield* Effect.gen(function*() {
       for (let i = 0; i < STARTUP_SWEEPS; i++) {
         yield* sweep
@@ -271,9 +465,9 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
   }))
 
 /**
- * A durable consumer of `monitor.changed` events: sends `Reload` to the monitor's
- * entity (wherever it runs) so changes of frequency, target or `active` take effect
- * at the next check. Failed sends are dropped — the sweep is the safety net.
+ * A durable consumer of `monitor.changed` events: sends `Reload` to the monitor's entity
+ * (wherever it runs) so changes of frequency, target or `active` take effect at the next
+ * check. Failed sends are dropped — the sweep is the safety net.
  */
 export const MonitorChangeConsumer = Layer.effectDiscard(Effect.gen(function*() {
   const events = yield* Events
@@ -307,8 +501,8 @@ export const HeartbeatRetentionCron = ClusterCron.make({
   })
 })
 
-/** The monitor entity, the wake-up sweep, the change consumer and retention, with their services. */
+/** The monitor entity, its alarms, the sweep, the change consumer and retention. */
 export const MonitorSchedulingLive = (options?: MonitorSchedulingOptions) =>
   Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeConsumer, HeartbeatRetentionCron).pipe(
-    Layer.provideMerge(MonitorRuns.layer)
+    Layer.provideMerge(MonitorAlarms.layer())
   )

@@ -36,7 +36,13 @@ export class PublicRateLimit extends Context.Service<PublicRateLimit, {
           const limit = publicLimits[endpoint]
           const allowed = used < limit
           if (allowed) counts.set(key, used + 1)
-          return { allowed, limit, remaining: Math.max(0, limit - used - (allowed ? 1 : 0)), reset: start + 60 }
+          return {
+            allowed,
+            limit,
+            remaining: Math.max(0, limit - used - (allowed ? 1 : 0)),
+            reset: start + 60,
+            retryAfter: Math.max(1, start + 60 - Math.floor(now / 1000))
+          }
         })
     })
   })

@@ -8,6 +8,8 @@ export interface QuotaDecision {
   readonly remaining: number
   /** Unix second the window ends. */
   readonly reset: number
+  /** Seconds until the window ends (at least 1): `Retry-After` when not allowed. */
+  readonly retryAfter: number
 }
 
 interface LocalLease {
@@ -38,6 +40,7 @@ export class RequestQuota extends Context.Service<RequestQuota, {
         const now = yield* Clock.currentTimeMillis
         const start = windowStart(now)
         const reset = start + 60
+        const retryAfter = Math.max(1, reset - Math.floor(now / 1000))
         let local = leases.get(orgId)
         if (local === undefined || local.start !== start || local.limit !== limit) {
           local = { start, limit, left: 0, entityRemaining: limit, exhausted: false }
@@ -51,10 +54,10 @@ export class RequestQuota extends Context.Service<RequestQuota, {
           local.exhausted = result.granted === 0 && local.left === 0
         }
         if (local.left === 0) {
-          return { allowed: false, limit, remaining: 0, reset }
+          return { allowed: false, limit, remaining: 0, reset, retryAfter }
         }
         local.left -= 1
-        return { allowed: true, limit, remaining: local.entityRemaining + local.left, reset }
+        return { allowed: true, limit, remaining: local.entityRemaining + local.left, reset, retryAfter }
       })
 
       return RequestQuota.of({ take })

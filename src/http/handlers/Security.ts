@@ -1,5 +1,6 @@
-import { Clock, Context, Effect, Layer, Option, Redacted } from "effect"
-import { HttpServerRequest } from "effect/http"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
+import { HttpServerRequest, type HttpServerResponse } from "effect/http"
+import type * as Types from "effect/Types"
 import { createHash, timingSafeEqual } from "node:crypto"
 import { Forbidden, RateLimited, Unauthorized } from "../../../schemas/Errors.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
@@ -23,6 +24,23 @@ export const rateLimitHeaders = (decision: { limit: number; remaining: number; r
   "x-ratelimit-reset": String(decision.reset)
 })
 
+/**
+ * Records the rate-limit headers for the edge to put on the response, and turns a spent
+ * quota into the spec's 429 (the headers then include `Retry-After`).
+ */
+const applyDecision = (decision: QuotaDecision) =>
+  Effect.map(Effect.context<never>(), (context): RateLimited | undefined => {
+    const headers: Record<string, string> = rateLimitHeaders(decision)
+    const state = Context.getOrUndefined(context, RequestState)
+    if (state !== undefined) state.rateLimitHeaders = headers
+    if (decision.allowed) return undefined
+    headers["retry-after"] = String(decision.retryAfter)
+    return new RateLimited({
+      message: `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${decision.retryAfter} s`,
+      retryAfter: decision.retryAfter
+    })
+  })
+
 export const AuthenticationLive = Layer.effect(
   Authentication,
   Effect.gen(function*() {
@@ -30,35 +48,27 @@ export const AuthenticationLive = Layer.effect(
     const quota = yield* RequestQuota
     return Authentication.of({
       bearer: (httpEffect, { credential, endpoint }) =>
-        Effect.gen(function*() {
-          const principal = yield* keys.authenticate(Redacted.value(credential))
-          const rejection = yield* limited(yield* quota.take(principal.org.id, principal.org.requestsPerMinute))
-          if (rejection !== undefined) return yield* rejection
-          const required = Context.getOption(endpoint.annotations, RequiredScope)
-          if (Option.isSome(required) && !principal.scopes.includes(required.value)) {
-            return yield* new Forbidden({ message: `This key lacks the '${required.value}' scope` })
-          }
-          return yield* Effect.provideService(httpEffect, CurrentPrincipal, principal)
-        })
+        keys.authenticate(Redacted.value(credential)).pipe(
+          Effect.flatMap((principal) =>
+            quota.take(principal.org.id, principal.org.requestsPerMinute).pipe(
+              Effect.flatMap(applyDecision),
+              Effect.flatMap((rejection): Effect.Effect<
+                HttpServerResponse.HttpServerResponse,
+                Forbidden | RateLimited | Types.unhandled
+              > => {
+                if (rejection !== undefined) return Effect.fail(rejection)
+                const required = Context.getOption(endpoint.annotations, RequiredScope)
+                if (Option.isSome(required) && !principal.scopes.includes(required.value)) {
+                  return Effect.fail(new Forbidden({ message: `This key lacks the '${required.value}' scope` }))
+                }
+                return Effect.provideService(httpEffect, CurrentPrincipal, principal)
+              })
+            )
+          )
+        )
     })
   })
 )
-
-/** Answers 429 (with the spec body and headers) once a client IP spends an endpoint's limit. */
-const limited = (decision: QuotaDecision) =>
-  Effect.gen(function*() {
-    const headers: Record<string, string> = rateLimitHeaders(decision)
-    const state = yield* Effect.serviceOption(RequestState)
-    if (Option.isSome(state)) state.value.rateLimitHeaders = headers
-    if (decision.allowed) return undefined
-    const now = yield* Clock.currentTimeMillis
-    const retryAfter = Math.max(1, decision.reset - Math.floor(now / 1000))
-    headers["retry-after"] = String(retryAfter)
-    return new RateLimited({
-      message: `Rate limit of ${decision.limit} requests per minute exceeded; retry in ${retryAfter} s`,
-      retryAfter
-    })
-  })
 
 export const PublicRateLimitedLive = Layer.effect(
   PublicRateLimited,
@@ -69,7 +79,7 @@ export const PublicRateLimitedLive = Layer.effect(
         const request = yield* HttpServerRequest.HttpServerRequest
         const name = Context.getOption(endpoint.annotations, PublicLimit)
         if (Option.isNone(name)) return yield* httpEffect
-        const rejection = yield* limited(yield* limits.take(name.value, clientIp(request)))
+        const rejection = yield* applyDecision(yield* limits.take(name.value, clientIp(request)))
         if (rejection !== undefined) return yield* rejection
         return yield* httpEffect
       })
