@@ -14,8 +14,8 @@
  *
  * Env: N (default 10000), DURATION seconds (default 200, ≥ 3 intervals), WARMUP (default
  * 30), BASELINE=0 to skip the baseline, FIND_MAX=1 to step N up (FIND_STEPS, default
- * "10000,15000,20000,25000,30000,40000") until p99 lateness reaches 1 s (or RSS 1 GiB)
- * and report the largest N that met the goal.
+ * "10000,20000,30000,40000,50000,60000,80000") until p99 lateness reaches 1 s or a slot
+ * is missed, and report the largest N that met the lateness goal (with its RSS).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -82,7 +82,12 @@ const postgresPids = (dataDir: string): Array<number> => {
 }
 
 interface Sampler {
-  readonly stop: () => { readonly cpuPercent: number; readonly pgCpuPercent: number; readonly rssMax: number; readonly rssEnd: number }
+  readonly stop: () => {
+    readonly cpuPercent: number
+    readonly pgCpuPercent: number
+    readonly rssMax: number
+    readonly rssEnd: number
+  }
 }
 
 /** Samples a process' CPU and RSS (and Postgres' CPU) every second. */
@@ -298,7 +303,12 @@ const runBaseline = async (target: string, n: number, seconds: number, warmup: n
   await sleep(Math.max(0, end - Date.now()))
   const usage = sampler.stop()
   await new Promise<void>((resolve) => child.once("exit", () => resolve()))
-  const result = JSON.parse(output.trim().split("\n").at(-1)!) as { checks: number; p50: number; p99: number; max: number }
+  const result = JSON.parse(output.trim().split("\n").at(-1)!) as {
+    checks: number
+    p50: number
+    p99: number
+    max: number
+  }
   let expected = 0
   for (let i = 0; i < n; i++) {
     const first = start + Math.floor((i * FREQUENCY * 1000) / n)
@@ -324,8 +334,8 @@ const toRow = (result: RunResult) => ({
   system: result.system,
   monitors: result.monitors,
   "duration s": result.seconds,
-  checks: result.checks,
-  missed: result.missed,
+  checks: String(result.checks),
+  missed: String(result.missed),
   "checks/s": result.checksPerSecond,
   "late p50 ms": result.p50,
   "late p99 ms": result.p99,
@@ -335,7 +345,8 @@ const toRow = (result: RunResult) => ({
   "RSS MiB": result.rssMiB
 })
 
-const meetsGoal = (result: RunResult) => result.p99 < 1000 && result.rssMiB < 1024 && result.missed === 0
+/** The lateness goal (the RSS goal is reported, not searched). */
+const meetsGoal = (result: RunResult) => result.p99 < 1000 && result.missed === 0
 
 const main = async () => {
   const n = env("N", 10_000)
@@ -356,7 +367,7 @@ const main = async () => {
   const rows: Array<ReturnType<typeof toRow>> = []
   try {
     if (process.env.FIND_MAX === "1") {
-      const steps = (process.env.FIND_STEPS ?? "10000,15000,20000,25000,30000,40000").split(",").map(Number)
+      const steps = (process.env.FIND_STEPS ?? "10000,20000,30000,40000,50000,60000,80000").split(",").map(Number)
       let best: RunResult | undefined
       for (const step of steps) {
         const result = await runCanopy({ adminUrl: pg.url, pgDataDir, target, n: step, seconds, warmup })
@@ -368,8 +379,10 @@ const main = async () => {
       printTable(rows)
       console.log(
         best === undefined
-          ? "\nNo N met the goal (p99 lateness < 1 s, RSS < 1 GiB, no missed slot)."
-          : `\nLargest N meeting the goal (p99 lateness < 1 s, RSS < 1 GiB, no missed slot): ${best.monitors}`
+          ? "\nNo N met the lateness goal (p99 < 1 s, no missed slot)."
+          : `\nLargest N meeting the lateness goal (p99 < 1 s, no missed slot): ${best.monitors} (RSS ${
+            best.rssMiB.toFixed(0)
+          } MiB)`
       )
     } else {
       rows.push(toRow(await runCanopy({ adminUrl: pg.url, pgDataDir, target, n, seconds, warmup })))

@@ -232,7 +232,13 @@ const make = Effect.gen(function*() {
       // keeps its heartbeat but does not move the status back in time.
       const stale = monitor.lastCheckedAt !== null && input.checkedAt < monitor.lastCheckedAt
       const applied: Transition = stale
-        ? { ...next, status: monitor.status, consecutiveFailures: monitor.consecutiveFailures, changed: false }
+        ? {
+          ...next,
+          status: monitor.status,
+          consecutiveFailures: monitor.consecutiveFailures,
+          changed: false,
+          retry: false
+        }
         : next
 
       if (!stale) {

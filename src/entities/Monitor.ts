@@ -1,4 +1,18 @@
-import { Cause, Clock, Context, Cron, Duration, Effect, Layer, Option, Queue, Schema, Scope, Semaphore } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Cron,
+  Duration,
+  Effect,
+  Layer,
+  Option,
+  Queue,
+  Schema,
+  Scope,
+  Semaphore,
+  Stream
+} from "effect"
 import { ClusterCron, Entity, EntityId, Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import type { SqlError } from "effect/sql/SqlError"
@@ -35,12 +49,15 @@ import { Events } from "../../services/platform/Events.ts"
  * burst; the entity checks once, at once, for the latest slot of the grid, and goes on.
  *
  * Arming alarms: the entity re-arms itself after every claim and attempt; `Wake` and
- * `Reload` (sent by a durable consumer of `monitor.changed`) re-read the row (start,
- * stop, or reschedule after a frequency change); and on every runner a sweep
- * (`MonitorSweeper`) arms, every `sweepInterval` (every second for the first ten
- * seconds after start), the active monitors whose shard this runner holds and which
- * have no alarm here — after a restart, after shards move to this runner, and as a
- * safety net. An alarm whose monitor is no longer hosted here is dropped when it fires.
+ * `Reload` (sent on `monitor.changed` events) re-read the row (start, stop, or
+ * reschedule after a frequency change); and on every runner a sweep (`MonitorSweeper`)
+ * arms, every `sweepInterval` (every second for the first ten seconds after start), the
+ * active monitors whose shard this runner holds and which have no alarm here (or one for
+ * another slot than the row's) — after a restart, after shards move to this runner, and
+ * as a safety net. So after a restart, checks resume as soon as the runner holds its
+ * shards (about a second), whatever happened meanwhile. An alarm whose monitor is no
+ * longer hosted here is dropped when it fires.
+ *
  * Raw heartbeats older than 90 days are pruned daily by a cluster cron (one runner).
  */
 
@@ -157,6 +174,10 @@ export class MonitorAlarms extends Context.Service<MonitorAlarms, {
   readonly cancel: (monitorId: string) => void
   /** The armed alarm, or the one delivered less than `IN_FLIGHT_MS` ago and not yet replaced. */
   readonly get: (monitorId: string) => Alarm | undefined
+  /** The alarm and whether it was delivered (in flight), as `get` sees it. */
+  readonly entry: (monitorId: string) => { readonly alarm: Alarm; readonly inFlight: boolean } | undefined
+  /** Forgets a delivered alarm that was not re-armed (its handler failed): the sweep re-arms it. */
+  readonly release: (monitorId: string) => void
   readonly has: (monitorId: string) => boolean
   readonly size: () => number
 }>()("canopy/entities/MonitorAlarms") {
@@ -260,6 +281,13 @@ export class MonitorAlarms extends Context.Service<MonitorAlarms, {
             alarms.delete(monitorId)
           },
           get: (monitorId) => live(monitorId)?.alarm,
+          entry: (monitorId) => {
+            const entry = live(monitorId)
+            return entry === undefined ? undefined : { alarm: entry.alarm, inFlight: entry.firedAt !== undefined }
+          },
+          release: (monitorId) => {
+            if (alarms.get(monitorId)?.firedAt !== undefined) alarms.delete(monitorId)
+          },
           has: (monitorId) => live(monitorId) !== undefined,
           size: () => alarms.size
         })
@@ -271,12 +299,19 @@ export class MonitorAlarms extends Context.Service<MonitorAlarms, {
 // The entity
 // ---------------------------------------------------------------------------
 
-/** Logs a failure (not an interruption) of a handler step; the sweep re-arms what it missed. */
-const logged = (message: string, monitorId: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.catchCause(self, (cause) =>
-    Cause.hasInterruptsOnly(cause)
-      ? Effect.failCause(cause as Cause.Cause<never>)
-      : Effect.logWarning(message, cause).pipe(Effect.annotateLogs({ monitorId })))
+/**
+ * Logs a failure (not an interruption) of a handler and releases the monitor's delivered
+ * alarm, so the next sweep re-arms it.
+ */
+const logged =
+  (message: string, monitorId: string, alarms: MonitorAlarms["Service"]) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    Effect.catchCause(self, (cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause as Cause.Cause<never>)
+        : Effect.logWarning(message, cause).pipe(
+          Effect.annotateLogs({ monitorId }),
+          Effect.andThen(Effect.sync(() => alarms.release(monitorId)))
+        ))
 
 /** How long an entity stays resident after its last message (the reaper runs every 5 s or more). */
 const ENTITY_IDLE_TIME = "5 seconds"
@@ -362,8 +397,8 @@ export const MonitorEntityLayer = Monitor.toLayer(
     })
 
     return Monitor.of({
-      Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId), own),
-      Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId), own),
+      Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId, alarms), own),
+      Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId, alarms), own),
       Check: ({ payload }) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
@@ -386,7 +421,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
             frequency: slot.frequency,
             retryInterval: slot.retryInterval
           }, slot.target)
-        }).pipe(logged("Monitor: check failed", monitorId), own),
+        }).pipe(logged("Monitor: check failed", monitorId, alarms), own),
       Retry: ({ payload }) =>
         Effect.gen(function*() {
           const target = yield* recorder.loadTarget(monitorId)
@@ -395,7 +430,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
             return
           }
           yield* attempt(payload, target.value)
-        }).pipe(logged("Monitor: retry failed", monitorId), own),
+        }).pipe(logged("Monitor: retry failed", monitorId, alarms), own),
       Inspect: () => Effect.sync(() => ({ running: alarms.has(monitorId), runner: runnerName }))
     })
   }),
@@ -415,7 +450,7 @@ export interface MonitorSchedulingOptions {
 
 /**
  * Per runner: arms an alarm for each active monitor whose shard this runner holds and
- * which has none here — at start (schedules resume after a restart within a second or
+ * which has none here (or one for another slot than its row's) — at start (schedules resume after a restart within a second or
  * two of the shards being acquired), when shards arrive from another runner, for
  * monitors activated without an event, and after any lost alarm. Arming needs no entity
  * activation: the entity is activated when the alarm fires.
@@ -435,7 +470,12 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
     const sweep = Effect.gen(function*() {
       const schedules = yield* recorder.activeSchedules
       for (const schedule of schedules) {
-        if (!alarms.has(schedule.id) && hostedHere(schedule.id)) {
+        const current = alarms.entry(schedule.id)
+        // Missing, or a slot alarm for another slot than the row's (left from an earlier
+        // stay of the shard on this runner, or a change whose event was missed).
+        const stale = current !== undefined && !current.inFlight && current.alarm.kind === "slot" &&
+          current.alarm.expected !== schedule.nextCheckAt
+        if ((current === undefined || stale) && hostedHere(schedule.id)) {
           alarms.set(schedule.id, schedule.nextCheckAt, {
             kind: "slot",
             expected: schedule.nextCheckAt,
@@ -465,26 +505,43 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
   }))
 
 /**
- * A durable consumer of `monitor.changed` events: sends `Reload` to the monitor's entity
- * (wherever it runs) so changes of frequency, target or `active` take effect at the next
- * check. Failed sends are dropped — the sweep is the safety net.
+ * Listens to `monitor.changed` on this runner's live event stream (every runner sees every
+ * event) and sends `Reload` to the monitors hosted here, so changes of frequency, target or
+ * `active` take effect at the next check. Live, not a durable consumer: a durable consumer
+ * is woken by every committed event — one `heartbeat` per check — and would run a
+ * transaction each time; the live reader runs anyway. An event missed (before start,
+ * during a hand-off, on overflow) changes nothing durable: claims re-read the row, an
+ * inactive monitor's claim fails and cancels its alarm, and the sweep arms new ones.
  */
-export const MonitorChangeConsumer = Layer.effectDiscard(Effect.gen(function*() {
+export const MonitorChangeListener = Layer.effectDiscard(Effect.gen(function*() {
   const events = yield* Events
+  const sharding = yield* Sharding.Sharding
   const makeClient = yield* Monitor.client
-  yield* events.consume(
-    "monitor-entities",
-    (event) => {
+  const hostedHere = (id: string) => {
+    const entityId = EntityId.make(id)
+    return sharding.hasShardId(sharding.getShardId(entityId, Monitor.getShardGroup(entityId)))
+  }
+  const listen = events.live.pipe(
+    Stream.runForEach((event) => {
+      if (event.type !== "monitor.changed") return Effect.void
       const data = event.data as { readonly monitorId?: unknown } | null
       const monitorId = data?.monitorId
-      if (typeof monitorId !== "string") return Effect.void
+      if (typeof monitorId !== "string" || !hostedHere(monitorId)) return Effect.void
       return makeClient(monitorId).Reload(undefined, { discard: true }).pipe(
         Effect.timeout("5 seconds"),
         Effect.ignore
       )
-    },
-    { types: ["monitor.changed"], from: "now" }
+    }),
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause)
+        ? Effect.failCause(cause)
+        : Effect.logWarning("Monitor: change listener restarting", cause).pipe(
+          Effect.andThen(Effect.sleep("1 second"))
+        )
+    ),
+    Effect.forever
   )
+  yield* Effect.forkScoped(listen)
 }))
 
 /** Raw heartbeats are kept this many days; hourly rollups are kept (uptime does not change). */
@@ -503,6 +560,6 @@ export const HeartbeatRetentionCron = ClusterCron.make({
 
 /** The monitor entity, its alarms, the sweep, the change consumer and retention. */
 export const MonitorSchedulingLive = (options?: MonitorSchedulingOptions) =>
-  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeConsumer, HeartbeatRetentionCron).pipe(
+  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeListener, HeartbeatRetentionCron).pipe(
     Layer.provideMerge(MonitorAlarms.layer())
   )

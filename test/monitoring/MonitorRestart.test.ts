@@ -1,5 +1,5 @@
-import { describe, expect, it } from "@effect/vitest"
 import { PgClient } from "@effect/sql-pg"
+import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
@@ -32,8 +32,11 @@ const startTarget = Effect.acquireRelease(
         hits.set(path, (hits.get(path) ?? 0) + 1)
         res.end("ok")
       })
-      server.listen(0, "127.0.0.1", () =>
-        resume(Effect.succeed({ server, hits, port: (server.address() as AddressInfo).port })))
+      server.listen(
+        0,
+        "127.0.0.1",
+        () => resume(Effect.succeed({ server, hits, port: (server.address() as AddressInfo).port }))
+      )
     }
   ),
   ({ server }) =>
@@ -78,7 +81,12 @@ const startAppOn = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
 
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
-const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean, timeoutMs = 30_000) =>
+const eventually = <A, E, R>(
+  label: string,
+  read: Effect.Effect<A, E, R>,
+  done: (a: A) => boolean,
+  timeoutMs = 30_000
+) =>
   Effect.gen(function*() {
     const deadline = Date.now() + timeoutMs
     while (true) {
@@ -103,11 +111,15 @@ const heartbeatsOf = (sql: SqlClient.SqlClient, monitorIds: ReadonlyArray<string
     SELECT monitor_id AS "monitorId", slot_at::text AS "slotAt", attempt, checked_at AS "checkedAt"
     FROM heartbeats WHERE monitor_id IN ${sql.in(monitorIds)} ORDER BY checked_at`.pipe(Effect.orDie)
 
-/** Makes the monitors' next slot due now, as a PATCH would (row change + `monitor.changed`). */
+/**
+ * Makes the monitors due in `inMs` as a pause and resume through the API would (a
+ * re-activated monitor is `pending` and due at once): the row change plus `monitor.changed`.
+ */
 const makeDue = (sql: SqlClient.SqlClient, orgId: string, monitorIds: ReadonlyArray<string>, inMs = 0) =>
   sql.withTransaction(Effect.gen(function*() {
     yield* sql`
-      UPDATE monitors SET next_check_at = date_trunc('milliseconds', now()) + ${inMs} * interval '1 millisecond'
+      UPDATE monitors SET status = 'pending', status_since = now(), consecutive_failures = 0,
+        next_check_at = date_trunc('milliseconds', now()) + ${inMs} * interval '1 millisecond'
       WHERE id IN ${sql.in(monitorIds)}`
     for (const monitorId of monitorIds) {
       yield* publish({ type: "monitor.changed", orgId, data: { monitorId, orgId, change: "updated" } })
@@ -259,7 +271,9 @@ describe("slot claims", () => {
       const [row] = yield* app.sql<{ next: Date }>`SELECT next_check_at AS next FROM monitors WHERE id = 'mon_cas'`
       expect(row.next.getTime()).toBe(slot + 60_000)
       // A stale view of the slot claims nothing.
-      expect(Option.isNone(yield* recorder.claim({ monitorId: "mon_cas", expected: slot, slotAt: slot, frequency: 60 })))
+      expect(
+        Option.isNone(yield* recorder.claim({ monitorId: "mon_cas", expected: slot, slotAt: slot, frequency: 60 }))
+      )
         .toBe(true)
       yield* app.stop
     }), 60_000)

@@ -67,7 +67,12 @@ const startTarget = Effect.acquireRelease(
 const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
 
 /** Polls `read` in real time until `done` holds; dies after `timeoutMs`. */
-const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean, timeoutMs = 10_000) =>
+const eventually = <A, E, R>(
+  label: string,
+  read: Effect.Effect<A, E, R>,
+  done: (a: A) => boolean,
+  timeoutMs = 10_000
+) =>
   Effect.gen(function*() {
     const deadline = Date.now() + timeoutMs
     while (true) {
@@ -189,7 +194,9 @@ describe("Monitor entity schedule (TestClock)", () => {
       expect(all.every((b) => b.checkedAt === b.slotAt && b.attempt === 0)).toBe(true)
       expect(t.target.hits("/freq")).toBe(5)
       expect(yield* t.heartbeatEvents(monitor.id)).toBe(5)
-      expect(yield* t.statusEvents(monitor.id)).toEqual([expect.objectContaining({ previousStatus: "pending", status: "up" })])
+      expect(yield* t.statusEvents(monitor.id)).toEqual([
+        expect.objectContaining({ previousStatus: "pending", status: "up" })
+      ])
       expect(yield* t.inspect(monitor.id)).toMatchObject({ running: true })
     }))
 
@@ -260,8 +267,11 @@ describe("Monitor entity schedule (TestClock)", () => {
       const t = yield* build
       const deleted = yield* t.create("/deleted")
       const paused = yield* t.create("/paused")
-      yield* eventually("first checks", Effect.all([t.beats(deleted.id), t.beats(paused.id)]), ([a, b]) =>
-        a.length === 1 && b.length === 1)
+      yield* eventually(
+        "first checks",
+        Effect.all([t.beats(deleted.id), t.beats(paused.id)]),
+        ([a, b]) => a.length === 1 && b.length === 1
+      )
 
       yield* t.monitors.remove(t.orgId, deleted.id).pipe(Effect.orDie)
       yield* t.monitors.update(t.orgId, paused.id, { active: false }).pipe(Effect.orDie)
@@ -272,7 +282,10 @@ describe("Monitor entity schedule (TestClock)", () => {
       )
       for (let i = 0; i < 3; i++) {
         yield* TestClock.adjust("60 seconds")
-        yield* stays(Effect.all([t.beats(deleted.id), t.beats(paused.id)]), ([a, b]) => a.length === 1 && b.length === 1)
+        yield* stays(
+          Effect.all([t.beats(deleted.id), t.beats(paused.id)]),
+          ([a, b]) => a.length === 1 && b.length === 1
+        )
       }
       // The sweep does not revive inactive monitors either.
       expect(t.target.hits("/deleted")).toBe(1)
