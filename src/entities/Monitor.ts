@@ -379,7 +379,13 @@ export const MonitorEntityLayer = Monitor.toLayer(
       target: CheckTarget
     ) {
       const checkedAt = yield* Clock.currentTimeMillis
-      const result = yield* checker.check(target)
+      // Interrupted mid-check (the entity moves to another runner or this one stops): hand
+      // a first attempt's slot back, so the new host checks it at once instead of losing it.
+      const result = yield* slot.attempt > 0 ? checker.check(target) : checker.check(target).pipe(
+        Effect.onInterrupt(() =>
+          Effect.ignore(recorder.reschedule({ monitorId, expected: slot.nextCheckAt, next: slot.slotAt }))
+        )
+      )
       // A finished check is recorded even if the entity is stopping meanwhile.
       const outcome = yield* Effect.uninterruptible(
         recorder.record({ monitorId, slotAt: slot.slotAt, attempt: slot.attempt, checkedAt, result })
