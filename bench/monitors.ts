@@ -259,32 +259,41 @@ const runCanopy = async (options: {
         if (dup.n > 0) console.error(`[bench] N=${n}: ${dup.n} slots with more than one heartbeat!`)
         return row
       }))
-    // Slots due in [start, end): monitor i's first slot is start + i·60 s / n.
-    let expected = 0
-    for (let i = 0; i < n; i++) {
-      const first = start + Math.floor((i * FREQUENCY * 1000) / n)
-      if (first < end) expected += Math.ceil((end - first) / (FREQUENCY * 1000))
-    }
-    return {
-      system: "canopy",
-      monitors: n,
-      seconds,
-      checks: figures.checks,
-      missed: Math.max(0, expected - figures.checks),
-      checksPerSecond: figures.checks / seconds,
-      p50: figures.p50,
-      p99: figures.p99,
-      max: figures.max,
-      cpuPercent: usage.cpuPercent,
-      pgCpuPercent: usage.pgCpuPercent,
-      rssMiB: usage.rssMax / (1024 * 1024)
-    }
+    return runResult("canopy", { n, seconds, start, end }, figures, usage)
   } finally {
     if (canopy !== undefined) await stop(canopy)
     Fs.rmSync(dataDir, { recursive: true, force: true })
     await withSql(options.adminUrl, (sql) => sql.unsafe(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`)).catch(
       () => undefined
     )
+  }
+}
+
+/** A table row: the measured figures plus the slots missed (monitor i's first slot is start + i·60 s / n). */
+const runResult = (
+  system: string,
+  run: { readonly n: number; readonly seconds: number; readonly start: number; readonly end: number },
+  figures: { readonly checks: number; readonly p50: number; readonly p99: number; readonly max: number },
+  usage: { readonly cpuPercent: number; readonly pgCpuPercent: number; readonly rssMax: number }
+): RunResult => {
+  let expected = 0
+  for (let i = 0; i < run.n; i++) {
+    const first = run.start + Math.floor((i * FREQUENCY * 1000) / run.n)
+    if (first < run.end) expected += Math.ceil((run.end - first) / (FREQUENCY * 1000))
+  }
+  return {
+    system,
+    monitors: run.n,
+    seconds: run.seconds,
+    checks: figures.checks,
+    missed: Math.max(0, expected - figures.checks),
+    checksPerSecond: figures.checks / run.seconds,
+    p50: figures.p50,
+    p99: figures.p99,
+    max: figures.max,
+    cpuPercent: usage.cpuPercent,
+    pgCpuPercent: usage.pgCpuPercent,
+    rssMiB: usage.rssMax / (1024 * 1024)
   }
 }
 
@@ -309,25 +318,7 @@ const runBaseline = async (target: string, n: number, seconds: number, warmup: n
     p99: number
     max: number
   }
-  let expected = 0
-  for (let i = 0; i < n; i++) {
-    const first = start + Math.floor((i * FREQUENCY * 1000) / n)
-    if (first < end) expected += Math.ceil((end - first) / (FREQUENCY * 1000))
-  }
-  return {
-    system: "bare node (baseline)",
-    monitors: n,
-    seconds,
-    checks: result.checks,
-    missed: Math.max(0, expected - result.checks),
-    checksPerSecond: result.checks / seconds,
-    p50: result.p50,
-    p99: result.p99,
-    max: result.max,
-    cpuPercent: usage.cpuPercent,
-    pgCpuPercent: 0,
-    rssMiB: usage.rssMax / (1024 * 1024)
-  }
+  return runResult("bare node (baseline)", { n, seconds, start, end }, result, { ...usage, pgCpuPercent: 0 })
 }
 
 const toRow = (result: RunResult) => ({

@@ -7,11 +7,3 @@ export const requestsPerMinute: Record<Plan, number> = {
   pro: 300,
   enterprise: 1000
 }
-
-/** Ingest events per minute; `Infinity` for enterprise (unlimited, never sampled). */
-export const eventsPerMinute: Record<Plan, number> = {
-  free: 100,
-  hobby: 1000,
-  pro: 10_000,
-  enterprise: Number.POSITIVE_INFINITY
-}

@@ -1,18 +1,17 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
-import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
-import * as Net from "node:net"
 import type { AddressInfo } from "node:net"
-import { AppLive } from "../../layers/App.ts"
 import { CheckRecorder } from "../../services/monitoring/CheckRecorder.ts"
 import type { AppConfigShape } from "../../services/platform/AppConfig.ts"
+import { freePort as freePortOf } from "../../services/platform/EmbeddedPostgres.ts"
 import { publish } from "../../services/platform/Events.ts"
 import { Monitor } from "../../src/entities/Monitor.ts"
-import { bootstrapOrg, request, testConfig } from "../support/app.ts"
+import { bootstrapOrg, request, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { eventually, realSleep } from "../support/wait.ts"
 
 /**
  * Real time, real app: schedules survive a restart of the server on the same database,
@@ -46,58 +45,18 @@ const startTarget = Effect.acquireRelease(
     })
 ).pipe(Effect.map(({ hits, port }) => ({ hits, url: (path: string) => `http://127.0.0.1:${port}${path}` })))
 
-const freePort = Effect.promise(() =>
-  new Promise<number>((resolve, reject) => {
-    const server = Net.createServer()
-    server.once("error", reject)
-    server.listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as AddressInfo
-      server.close(() => resolve(port))
-    })
-  })
-)
+const freePort = Effect.promise(freePortOf)
 
-/** The whole app on an existing database, in its own scope so the test can stop it. */
+/** The whole app on an existing database, with its SQL client and a view into its entities. */
 const startAppOn = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
-  Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-    const config = testConfig(databaseUrl, overrides)
-    const context = yield* Layer.buildWithScope(AppLive(config), scope)
-    const server = Context.get(context, HttpServer.HttpServer)
-    const port = server.address._tag === "UnixPathAddress" ? 0 : server.address.port
-    return {
-      baseUrl: `http://127.0.0.1:${port}`,
-      context,
-      sql: Context.get(context, SqlClient.SqlClient),
-      stop: Scope.close(scope, Exit.void),
-      inspect: (monitorId: string) =>
-        Effect.flatMap(Monitor.client, (client) => client(monitorId).Inspect()).pipe(
-          Effect.provideContext(context),
-          Effect.orDie
-        )
-    }
-  })
-
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-const eventually = <A, E, R>(
-  label: string,
-  read: Effect.Effect<A, E, R>,
-  done: (a: A) => boolean,
-  timeoutMs = 30_000
-) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + timeoutMs
-    while (true) {
-      const value = yield* read
-      if (done(value)) return value
-      if (Date.now() > deadline) {
-        return yield* Effect.die(new Error(`timed out waiting for ${label}: ${JSON.stringify(value)}`))
-      }
-      yield* realSleep(100)
-    }
-  })
+  Effect.map(startAppOnDatabase(databaseUrl, overrides), (app) => ({
+    ...app,
+    inspect: (monitorId: string) =>
+      Effect.flatMap(Monitor.client, (client) => client(monitorId).Inspect()).pipe(
+        Effect.provideContext(app.context),
+        Effect.orDie
+      )
+  }))
 
 interface Beat {
   readonly monitorId: string
@@ -154,7 +113,7 @@ describe("Monitor schedules across restarts and runners", () => {
         "check after restart",
         heartbeatsOf(second.sql, [monitorId]),
         (rows) => rows.length === 2,
-        20_000
+        { timeoutMs: 20_000 }
       )
       expect(beats[1].slotAt).not.toBe(beats[0].slotAt)
       expect(target.hits.get("/restart")).toBe(2)
@@ -202,7 +161,7 @@ describe("Monitor schedules across restarts and runners", () => {
         "monitors on both runners",
         Effect.forEach(ids, (id) => Effect.map(a.inspect(id), (info) => info.runner)),
         (runners) => new Set(runners).size === 2,
-        40_000
+        { timeoutMs: 40_000 }
       )
       expect(new Set(hosts).size).toBe(2)
 
@@ -220,7 +179,7 @@ describe("Monitor schedules across restarts and runners", () => {
         "third round",
         heartbeatsOf(a.sql, ids),
         (beats) => beats.length >= 3 * count,
-        45_000
+        { timeoutMs: 45_000 }
       )
       // Every monitor is now hosted, and was checked, by the remaining runner.
       const remaining = (yield* a.inspect(ids[0])).runner

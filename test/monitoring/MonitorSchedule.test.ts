@@ -16,6 +16,7 @@ import { OutboundGuard } from "../../services/platform/OutboundGuard.ts"
 import { Monitor, MonitorSchedulingLive } from "../../src/entities/Monitor.ts"
 import { testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { eventually as eventuallyIn, realSleep } from "../support/wait.ts"
 
 /**
  * The monitor entity's schedule under TestClock: the real entity (effect/cluster
@@ -64,28 +65,9 @@ const startTarget = Effect.acquireRelease(
 
 // --- real-time helpers (the TestClock does not move by itself) ---------------------------
 
-const realSleep = (ms: number) => Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, ms)))
-
-/** Polls `read` in real time until `done` holds; dies after `timeoutMs`. */
-const eventually = <A, E, R>(
-  label: string,
-  read: Effect.Effect<A, E, R>,
-  done: (a: A) => boolean,
-  timeoutMs = 10_000
-) =>
-  Effect.gen(function*() {
-    const deadline = Date.now() + timeoutMs
-    while (true) {
-      const value = yield* read
-      if (done(value)) {
-        // Let the loop settle (register its next sleep) before the clock moves again.
-        yield* realSleep(150)
-        return value
-      }
-      if (Date.now() > deadline) return yield* Effect.die(new Error(`timed out waiting for ${label}`))
-      yield* realSleep(25)
-    }
-  })
+/** The schedule tests poll fast and let the loop settle before the TestClock moves on. */
+const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
+  eventuallyIn(label, read, done, { timeoutMs: 10_000, pollMs: 25, settleMs: 150 })
 
 /** Checks that `read` still satisfies `same` after a real-time pause (nothing happened). */
 const stays = <A, E, R>(read: Effect.Effect<A, E, R>, same: (a: A) => boolean) =>

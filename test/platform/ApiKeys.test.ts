@@ -1,11 +1,8 @@
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash } from "node:crypto"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
-
-const sqlOn = (url: string) => PgClient.layer({ url: Redacted.make(url), maxConnections: 1 })
 
 describe("API keys", () => {
   it.live("are stored hashed: the secret is nowhere in the database", () =>
@@ -16,7 +13,7 @@ describe("API keys", () => {
       const rows = yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         return yield* sql<any>`SELECT * FROM api_keys WHERE id = ${keyId}`
-      }).pipe(Effect.provide(sqlOn(app.databaseUrl)))
+      }).pipe(Effect.provideService(SqlClient.SqlClient, app.sql))
       expect(rows).toHaveLength(1)
       expect(JSON.stringify(rows[0])).not.toContain(key)
       expect(rows[0].secret_hash).toBe(createHash("sha256").update(key).digest("hex"))

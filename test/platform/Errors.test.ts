@@ -1,6 +1,5 @@
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
 
@@ -118,7 +117,7 @@ describe("error model", () => {
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         yield* sql`ALTER TABLE organizations RENAME TO organizations_gone`
-      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(app.databaseUrl), maxConnections: 1 })))
+      }).pipe(Effect.provideService(SqlClient.SqlClient, app.sql))
       const broken = yield* request(`${app.baseUrl}/api/v1/admin/orgs`, { token: adminToken })
       expect(broken.status).toBe(500)
       expect(broken.body).toEqual({ error: "internal_error", message: expect.any(String) })

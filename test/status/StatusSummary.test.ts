@@ -1,6 +1,5 @@
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Redacted } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { overallStatus } from "../../services/status/StatusSummary.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
@@ -38,7 +37,7 @@ describe("overall status", () => {
             INSERT INTO monitors (id, org_id, name, url, status, active, next_check_at)
             VALUES (${id}, ${org.id}, ${id}, 'http://127.0.0.1:9/', ${status}, ${active}, now() + interval '1 hour')`
         }
-      }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(app.databaseUrl), maxConnections: 1 })))
+      }).pipe(Effect.provideService(SqlClient.SqlClient, app.sql))
       const summary = yield* request(`${app.baseUrl}/api/v1/status/summary-org`)
       expect(summary.status).toBe(200)
       expect(summary.body).toMatchObject({

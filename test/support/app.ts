@@ -1,5 +1,6 @@
-import { Effect, Layer, Option, Redacted } from "effect"
+import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
@@ -28,17 +29,32 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
   ...overrides
 })
 
+/**
+ * The whole app on an existing database, in a scope of its own so a test can stop it
+ * (`stop`) and start another on the same data; also stopped with the test's scope.
+ */
+export const startAppOnDatabase = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
+    const config = testConfig(databaseUrl, overrides)
+    const context = yield* Layer.buildWithScope(AppLive(config), scope)
+    const address = Context.get(context, HttpServer.HttpServer).address
+    const port = address._tag === "UnixPathAddress" ? 0 : address.port
+    return {
+      baseUrl: `http://127.0.0.1:${port}`,
+      config,
+      context,
+      databaseUrl,
+      /** The app's own SQL client, for arranging and inspecting rows. */
+      sql: Context.get(context, SqlClient.SqlClient),
+      stop: Scope.close(scope, Exit.void)
+    }
+  })
+
 /** The whole app on a fresh database; yields its base URL. Torn down with the test's scope. */
 export const startApp = (overrides?: Partial<AppConfigShape>) =>
-  Effect.gen(function*() {
-    const url = yield* createTestDatabase
-    const config = testConfig(url, overrides)
-    const context = yield* Layer.build(AppLive(config))
-    const server = yield* HttpServer.HttpServer.pipe(Effect.provideContext(context))
-    const address = server.address
-    const port = address._tag === "UnixPathAddress" ? 0 : address.port
-    return { baseUrl: `http://127.0.0.1:${port}`, config, context, databaseUrl: url }
-  })
+  Effect.flatMap(createTestDatabase, (url) => startAppOnDatabase(url, overrides))
 
 export interface Json {
   readonly status: number

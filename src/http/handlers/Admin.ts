@@ -15,7 +15,7 @@ export const AdminHandlers = HttpApiBuilder.group(
     return handlers.handleAll({
       listOrgs: () => Effect.map(tenancy.listOrganizations(), (orgs) => ({ orgs, count: orgs.length })),
       createOrg: ({ payload }) => tenancy.createOrganization(payload),
-      // Cached principals carry the plan, so every runner drops them (see OrgChanges).
+      // Cached principals carry the plan: drop this runner's now; `org.updated` reaches the others.
       updateOrg: ({ params, payload }) =>
         tenancy.updateOrganization(params.slug, payload).pipe(Effect.tap((org) => keys.evict({ orgId: org.id }))),
       orgQuota: Effect.fn(function*({ params }) {
