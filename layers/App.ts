@@ -5,12 +5,17 @@ import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
+import { FrameSymbolicator, SpanRecorder } from "../services/observe/Collaborators.ts"
+import { EventPreparation } from "../services/observe/EventPreparation.ts"
+import { IngestWriter } from "../services/observe/IngestWriter.ts"
+import { Issues } from "../services/observe/Issues.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
+import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
@@ -37,11 +42,15 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
-  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
+  const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(FrameSymbolicator.identity, SpanRecorder.countsOnly))
+  )
+  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
   return Layer.mergeAll(Http, Entities).pipe(
+    Layer.provideMerge(Observe),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

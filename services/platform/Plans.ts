@@ -7,3 +7,11 @@ export const requestsPerMinute: Record<Plan, number> = {
   pro: 300,
   enterprise: 1000
 }
+
+/** Ingested events per minute above which events are sampled (spec 000, "Ingestion limits"); null = unlimited. */
+export const eventsPerMinute: Record<Plan, number | null> = {
+  free: 100,
+  hobby: 1_000,
+  pro: 10_000,
+  enterprise: null
+}

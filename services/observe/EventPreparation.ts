@@ -1,0 +1,178 @@
+import { Context, Effect, Exit, Layer, Schema } from "effect"
+import * as SchemaIssue from "effect/SchemaIssue"
+import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
+import { MAX_BATCH, ObserveEvent } from "../../schemas/Observe.ts"
+import { makeId } from "../platform/Ids.ts"
+import { FrameSymbolicator } from "./Collaborators.ts"
+import { culprit, fingerprint, issueTitle } from "./Fingerprint.ts"
+
+/**
+ * From request bodies to the rows the ingest entity commits: per-entry validation (a
+ * batch keeps its valid entries and reports the others by index), symbolication, then
+ * fingerprinting. CPU work done by the runner that took the request, so the
+ * organization's entity only samples and writes.
+ */
+
+/** An event ready for the group commit; plain data so it can travel to another runner. */
+export const PreparedEvent = Schema.Struct({
+  id: Schema.String,
+  eventId: Schema.NullOr(Schema.String),
+  level: Schema.String,
+  message: Schema.String,
+  /** Event time (Unix ms): the client's, else the receive time. */
+  timestamp: Schema.Number,
+  receivedAt: Schema.Number,
+  release: Schema.NullOr(Schema.String),
+  environment: Schema.NullOr(Schema.String),
+  userKey: Schema.NullOr(Schema.String),
+  /** Null for spans. */
+  fingerprint: Schema.NullOr(Schema.String),
+  title: Schema.String,
+  type: Schema.NullOr(Schema.String),
+  culprit: Schema.NullOr(Schema.String),
+  /** The validated (and symbolicated) event as JSON text. */
+  data: Schema.String,
+  span: Schema.NullOr(Schema.Struct({
+    traceId: Schema.String,
+    spanId: Schema.String,
+    parentId: Schema.NullOr(Schema.String),
+    name: Schema.String,
+    durationMs: Schema.Number,
+    status: Schema.Literals(["ok", "error"])
+  }))
+})
+export type PreparedEvent = typeof PreparedEvent.Type
+
+export interface Rejection {
+  readonly index: number
+  readonly error: string
+}
+
+export interface Prepared {
+  readonly events: ReadonlyArray<PreparedEvent>
+  readonly rejected: ReadonlyArray<Rejection>
+  /** True when the body was a single event (not `{events: [...]}`). */
+  readonly single: boolean
+}
+
+/** The body is neither an event nor a batch: the whole request is refused (400). */
+export class InvalidBody extends Schema.TaggedError<InvalidBody>()("InvalidBody", { message: Schema.String }) {}
+
+const decodeEvent = Schema.decodeUnknownExit(ObserveEvent)
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const describe = (issue: SchemaIssue.Issue): string =>
+  formatIssues(issue).issues.map((entry) => {
+    const path = (entry.path ?? []).map((segment) => String(typeof segment === "object" ? segment.key : segment))
+    return path.length === 0 ? entry.message : `${path.join(".")}: ${entry.message}`
+  }).join("; ")
+
+/** A stable key for counting distinct users: id, else e-mail, else username, else IP. */
+const userKey = (user: ObserveEvent["user"]): string | null =>
+  user?.id ?? user?.email ?? user?.username ?? user?.ip_address ?? null
+
+const toMillis = (timestamp: ObserveEvent["timestamp"], fallback: number): number => {
+  if (timestamp === undefined) return fallback
+  if (typeof timestamp === "number") return timestamp
+  return parseIsoTimestamp(timestamp)?.getTime() ?? fallback
+}
+
+export class EventPreparation extends Context.Service<EventPreparation, {
+  /** Splits and validates a parsed JSON body (single event or `{events}`) received at `receivedAt`. */
+  prepare(orgId: string, body: unknown, receivedAt: number): Effect.Effect<Prepared, InvalidBody>
+  /** Validates and prepares already-split events (Sentry items); invalid ones are rejected by index. */
+  prepareEvents(
+    orgId: string,
+    entries: ReadonlyArray<unknown>,
+    receivedAt: number
+  ): Effect.Effect<{ readonly events: ReadonlyArray<PreparedEvent>; readonly rejected: ReadonlyArray<Rejection> }>
+}>()("canopy/observe/EventPreparation") {
+  static readonly layer = Layer.effect(
+    EventPreparation,
+    Effect.gen(function*() {
+      const symbolicator = yield* FrameSymbolicator
+
+      const prepareOne = (orgId: string, input: ObserveEvent, receivedAt: number) =>
+        Effect.gen(function*() {
+          const frames = input.exception?.stacktrace?.frames
+          const event: ObserveEvent = frames !== undefined && frames.length > 0
+            ? {
+              ...input,
+              exception: {
+                ...input.exception,
+                stacktrace: { frames: yield* symbolicator.symbolicate(orgId, input.release, frames) }
+              }
+            }
+            : input
+          const isSpan = event.level === "span"
+          const span = event.span
+          const message = event.message ?? span?.name ?? ""
+          const prepared: PreparedEvent = {
+            id: makeId("evt"),
+            eventId: event.event_id ?? null,
+            level: event.level ?? (event.exception === undefined ? "info" : "error"),
+            message,
+            timestamp: toMillis(event.timestamp, receivedAt),
+            receivedAt,
+            release: event.release ?? null,
+            environment: event.environment ?? null,
+            userKey: userKey(event.user),
+            fingerprint: isSpan ? null : fingerprint(event),
+            title: isSpan ? message : issueTitle(event) || message,
+            type: event.exception?.type ?? null,
+            culprit: isSpan ? null : culprit(event),
+            data: JSON.stringify(event),
+            span: isSpan && span !== undefined
+              ? { ...span, parentId: span.parentId ?? null }
+              : null
+          }
+          return prepared
+        })
+
+      const validate = (raw: unknown): { readonly event: ObserveEvent } | { readonly error: string } => {
+        const exit = decodeEvent(raw)
+        if (Exit.isFailure(exit)) {
+          const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+          return { error: failure === undefined ? "invalid event" : describe(failure.error.issue) }
+        }
+        const event = exit.value
+        if (event.level === "span" && event.span === undefined) return { error: "span: required when level is span" }
+        if (event.level !== "span" && event.message === undefined) return { error: "message: is required" }
+        return { event }
+      }
+
+      const prepareEvents = (orgId: string, entries: ReadonlyArray<unknown>, receivedAt: number) =>
+        Effect.gen(function*() {
+          const events: Array<PreparedEvent> = []
+          const rejected: Array<Rejection> = []
+          for (let index = 0; index < entries.length; index++) {
+            const result = validate(entries[index])
+            if ("error" in result) rejected.push({ index, error: result.error })
+            else events.push(yield* prepareOne(orgId, result.event, receivedAt))
+          }
+          return { events, rejected }
+        })
+
+      const prepare = Effect.fnUntraced(function*(orgId: string, body: unknown, receivedAt: number) {
+        if (typeof body !== "object" || body === null || Array.isArray(body)) {
+          return yield* new InvalidBody({ message: "The body must be an event object or {\"events\": [...]}" })
+        }
+        const batch = (body as { readonly events?: unknown }).events
+        if (batch === undefined) {
+          const { events, rejected } = yield* prepareEvents(orgId, [body], receivedAt)
+          if (rejected.length > 0) return yield* new InvalidBody({ message: `Invalid event: ${rejected[0].error}` })
+          return { events, rejected, single: true }
+        }
+        if (!Array.isArray(batch)) return yield* new InvalidBody({ message: "events: must be an array" })
+        if (batch.length === 0) return yield* new InvalidBody({ message: "events: must not be empty" })
+        if (batch.length > MAX_BATCH) {
+          return yield* new InvalidBody({ message: `events: at most ${MAX_BATCH} events per batch` })
+        }
+        const { events, rejected } = yield* prepareEvents(orgId, batch, receivedAt)
+        return { events, rejected, single: false }
+      })
+
+      return EventPreparation.of({ prepare, prepareEvents })
+    })
+  )
+}
