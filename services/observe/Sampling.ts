@@ -4,12 +4,13 @@ import { windowLengthSeconds, windowStart } from "../platform/RateWindow.ts"
  * Sampling above the plan's events per minute (GUIDE §5, §7), as pure arithmetic over one
  * organization's minute windows (aligned like the request quota's).
  *
- * Within a minute the first `limit` events are kept. Above it, an event is kept with
- * probability `limit / expected`, where `expected` is the larger of the previous
- * minute's total and this minute's count so far, and only while fewer than `limit`
- * were kept this minute: a steady overload keeps about `limit` per minute spread over
- * the minute (each standing for `1 / p` events), and a sudden burst never stores more
- * than `limit` plus the first event of each new fingerprint, which is always kept.
+ * The minute's `expected` total is the larger of the previous minute's total and this
+ * minute's count so far. While it is within `limit` every event is kept; above, an event
+ * is kept with probability `limit / expected` (and a sample weight of its inverse), and
+ * only while fewer than `limit` were kept this minute. So a steady overload keeps about
+ * `limit` per minute spread over the minute, and a sudden burst (a quiet previous
+ * minute) keeps its first `limit` events: never more than `limit` plus the first event
+ * of each new fingerprint, which is always kept.
  * Spans are not sampled (they feed rollups); they are counted in the window.
  */
 export interface SamplingWindow {
@@ -51,10 +52,12 @@ export const decide = (
 ): Decision => {
   const total = window.total + 1
   const keep = (weight: number): Decision => ({ window: { ...window, total, kept: window.kept + 1 }, weight })
-  if (limit === null || total <= limit) return keep(1)
-  const probability = limit / Math.max(window.previousTotal, total)
+  const expected = Math.max(window.previousTotal, total)
+  if (limit === null || expected <= limit) return keep(1)
+  const probability = limit / expected
   const weight = 1 / probability
-  if (force) return keep(weight)
+  // A forced event stands for itself: the ones sampled away are stood for by the sampled ones.
+  if (force) return keep(1)
   if (window.kept < limit && random < probability) return keep(weight)
   return { window: { ...window, total }, weight: 0 }
 }
