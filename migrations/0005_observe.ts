@@ -25,6 +25,8 @@ export default Effect.gen(function*() {
       releases text[] NOT NULL DEFAULT '{}',
       environments text[] NOT NULL DEFAULT '{}',
       resolved_at timestamptz,
+      -- Set when a new event reopened the resolved issue.
+      regressed_at timestamptz,
       UNIQUE (org_id, fingerprint)
     )`
   yield* sql`CREATE INDEX observe_issues_last_seen_idx ON observe_issues (org_id, last_seen DESC)`
@@ -34,6 +36,15 @@ export default Effect.gen(function*() {
       issue_id text NOT NULL REFERENCES observe_issues (id) ON DELETE CASCADE,
       user_key text NOT NULL,
       PRIMARY KEY (issue_id, user_key)
+    )`
+  // Stack traces stored once per distinct stack (frames with their lines): events of one
+  // bug repeat the same stack, so an event row carries only its reference.
+  yield* sql`
+    CREATE TABLE observe_stacks (
+      org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      id text NOT NULL,
+      frames json NOT NULL,
+      PRIMARY KEY (org_id, id)
     )`
   yield* sql`
     CREATE TABLE observe_events (
@@ -50,10 +61,13 @@ export default Effect.gen(function*() {
       environment text,
       -- How many ingested events this kept one stands for.
       sample_weight real NOT NULL DEFAULT 1,
-      data jsonb NOT NULL
+      -- observe_stacks.id of the exception's frames (left out of data).
+      stack_id text,
+      -- The validated event; json, not jsonb: stored as sent, never queried inside.
+      data json NOT NULL
     )`
   yield* sql`CREATE INDEX observe_events_issue_idx ON observe_events (issue_id, received_at DESC)`
-  yield* sql`CREATE INDEX observe_events_client_id_idx ON observe_events (org_id, event_id)`
+  yield* sql`CREATE INDEX observe_events_client_id_idx ON observe_events (org_id, event_id) WHERE event_id IS NOT NULL`
   yield* sql`
     CREATE TABLE observe_releases (
       org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,

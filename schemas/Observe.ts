@@ -44,7 +44,8 @@ export const ExceptionInfo = Schema.Struct({
 })
 
 export const Breadcrumb = Schema.Struct({
-  timestamp: Schema.optional(EventTimestamp),
+  // Kept as sent (display only): no date parsing for every breadcrumb of every event.
+  timestamp: Schema.optional(Schema.Union([short(64), Schema.Finite])),
   category: optionalShort(256),
   message: optionalShort(8192),
   level: optionalShort(32)

@@ -2,6 +2,7 @@ import { Context, Effect, Exit, Layer, Schema } from "effect"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
 import { MAX_BATCH, ObserveEvent } from "../../schemas/Observe.ts"
+import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { FrameSymbolicator } from "./Collaborators.ts"
 import { culprit, fingerprint, issueTitle } from "./Fingerprint.ts"
@@ -30,8 +31,11 @@ export const PreparedEvent = Schema.Struct({
   title: Schema.String,
   type: Schema.NullOr(Schema.String),
   culprit: Schema.NullOr(Schema.String),
-  /** The validated (and symbolicated) event as JSON text. */
+  /** The validated (and symbolicated) event as JSON text, without the exception's frames. */
   data: Schema.String,
+  /** The exception's frames as JSON text, and their hash (stored once per distinct stack). */
+  stack: Schema.NullOr(Schema.String),
+  stackId: Schema.NullOr(Schema.String),
   span: Schema.NullOr(Schema.Struct({
     traceId: Schema.String,
     spanId: Schema.String,
@@ -105,6 +109,12 @@ export class EventPreparation extends Context.Service<EventPreparation, {
             }
             : input
           const isSpan = event.level === "span"
+          const stackFrames = event.exception?.stacktrace?.frames
+          const stack = stackFrames === undefined || stackFrames.length === 0 ? null : JSON.stringify(stackFrames)
+          const withoutFrames = stack === null ? event : {
+            ...event,
+            exception: { type: event.exception?.type, value: event.exception?.value }
+          }
           const span = event.span
           const message = event.message ?? span?.name ?? ""
           const prepared: PreparedEvent = {
@@ -121,7 +131,9 @@ export class EventPreparation extends Context.Service<EventPreparation, {
             title: isSpan ? message : issueTitle(event) || message,
             type: event.exception?.type ?? null,
             culprit: isSpan ? null : culprit(event),
-            data: JSON.stringify(event),
+            data: JSON.stringify(withoutFrames),
+            stack,
+            stackId: stack === null ? null : sha256Hex(stack).slice(0, 32),
             span: isSpan && span !== undefined
               ? { ...span, parentId: span.parentId ?? null }
               : null

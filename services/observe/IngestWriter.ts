@@ -62,9 +62,15 @@ interface ReleaseDelta {
 
 const isError = (level: string) => level === "error" || level === "fatal"
 
-/** A JSON array of row objects; `data` (already JSON text) is spliced in, not re-escaped. */
+const issueJson = (issue: IssueDelta) => ({
+  ...issue,
+  releases: [...issue.releases],
+  environments: [...issue.environments]
+})
+
+/** Rows as one JSON array; `data` and `frames` (already JSON text) are spliced in, not re-escaped. */
 const eventRowsJson = (
-  rows: ReadonlyArray<{ readonly event: PreparedEvent; readonly issueId: string; weight: number }>
+  rows: ReadonlyArray<{ readonly event: PreparedEvent; readonly issueId: string | null; readonly weight: number }>
 ) =>
   "[" + rows.map(({ event, issueId, weight }) =>
     `{"id":${JSON.stringify(event.id)},"issue_id":${JSON.stringify(issueId)},"event_id":${
@@ -73,8 +79,11 @@ const eventRowsJson = (
       JSON.stringify(event.message)
     },"ts":${event.timestamp},"rcv":${event.receivedAt},"release":${JSON.stringify(event.release)},"environment":${
       JSON.stringify(event.environment)
-    },"weight":${weight},"data":${event.data}}`
+    },"weight":${weight},"stack_id":${JSON.stringify(event.stackId)},"data":${event.data}}`
   ).join(",") + "]"
+
+const stacksJson = (stacks: ReadonlyMap<string, string>) =>
+  "[" + [...stacks].map(([id, frames]) => `{"id":${JSON.stringify(id)},"frames":${frames}}`).join(",") + "]"
 
 export class IngestWriter extends Context.Service<IngestWriter, {
   commit(
@@ -91,23 +100,9 @@ export class IngestWriter extends Context.Service<IngestWriter, {
 
       const commit = (orgId: string, events: ReadonlyArray<PreparedEvent>, sampler: Sampler) =>
         sql.withTransaction(Effect.gen(function*() {
-          const fingerprints = [...new Set(events.flatMap((event) => event.fingerprint ?? []))]
-          const existing = new Map<string, { readonly id: string; readonly status: string }>()
-          if (fingerprints.length > 0) {
-            const rows = yield* sql<{ id: string; fingerprint: string; status: string }>`
-              SELECT id, fingerprint, status FROM observe_issues
-              WHERE org_id = ${orgId} AND fingerprint = ANY(${fingerprints})
-              FOR UPDATE`
-            for (const row of rows) existing.set(row.fingerprint, row)
-          }
-
           const issues = new Map<string, IssueDelta>()
           const releases = new Map<string, ReleaseDelta>()
-          const kept: Array<{ event: PreparedEvent; issueId: string; weight: number }> = []
-          const users: Array<{ issue_id: string; user_key: string }> = []
           const spanRows: Array<IngestSpan> = []
-          const newIssues: Array<string> = []
-          let dropped = 0
 
           const releaseOf = (version: string, at: number) => {
             let delta = releases.get(version)
@@ -120,34 +115,25 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             return delta
           }
 
+          // Counters first: every event counts, kept or not.
           for (const event of events) {
             const release = event.release === null ? undefined : releaseOf(event.release, event.receivedAt)
             if (event.span !== null) {
-              sampler.decide(event, true)
-              spanRows.push({
-                ...event.span,
-                parentId: event.span.parentId ?? undefined,
-                timestamp: new Date(event.timestamp),
-                release: event.release ?? undefined,
-                environment: event.environment ?? undefined
-              })
               if (release !== undefined) {
                 release.spans++
                 if (event.span.status === "error") release.errorSpans++
               }
               continue
             }
+            if (release !== undefined) {
+              release.events++
+              if (isError(event.level)) release.errors++
+            }
             const fingerprint = event.fingerprint!
             let issue = issues.get(fingerprint)
-            const isNew = issue === undefined && !existing.has(fingerprint)
             if (issue === undefined) {
-              const id = existing.get(fingerprint)?.id ?? makeId("grp")
-              if (isNew) {
-                newIssues.push(id)
-                if (release !== undefined) release.newIssues++
-              }
               issue = {
-                id,
+                id: makeId("grp"),
                 fingerprint,
                 title: event.title,
                 type: event.type,
@@ -172,66 +158,94 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               issue.releases.add(event.release)
             }
             if (event.environment !== null) issue.environments.add(event.environment)
-            if (event.userKey !== null) users.push({ issue_id: issue.id, user_key: event.userKey })
-            if (release !== undefined) {
-              release.events++
-              if (isError(event.level)) release.errors++
+          }
+
+          // 1. The issues, upserted in bulk; which were new, which a resolved one that regressed.
+          const upserted = issues.size === 0 ? [] : yield* sql<
+            { id: string; fingerprint: string; inserted: boolean; regressed: boolean }
+          >`
+            INSERT INTO observe_issues AS i (id, org_id, fingerprint, title, type, culprit, level, count,
+              first_seen, last_seen, first_release, last_release, releases, environments)
+            SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count,
+              to_timestamp(v.first / 1000.0), to_timestamp(v.last / 1000.0), v."firstRelease", v."lastRelease",
+              v.releases, v.environments
+            FROM json_to_recordset(${JSON.stringify([...issues.values()].map(issueJson))}::json) AS v(id text,
+              fingerprint text, title text, type text, culprit text, level text, count bigint, first float8,
+              last float8, "firstRelease" text, "lastRelease" text, releases text[], environments text[])
+            ON CONFLICT (org_id, fingerprint) DO UPDATE SET
+              count = i.count + EXCLUDED.count,
+              level = EXCLUDED.level,
+              last_seen = greatest(i.last_seen, EXCLUDED.last_seen),
+              last_release = coalesce(EXCLUDED.last_release, i.last_release),
+              first_release = coalesce(i.first_release, EXCLUDED.first_release),
+              releases = CASE WHEN EXCLUDED.releases <@ i.releases THEN i.releases
+                ELSE ARRAY(SELECT DISTINCT unnest(i.releases || EXCLUDED.releases)) END,
+              environments = CASE WHEN EXCLUDED.environments <@ i.environments THEN i.environments
+                ELSE ARRAY(SELECT DISTINCT unnest(i.environments || EXCLUDED.environments)) END,
+              -- A new event of a resolved issue regresses it (ignored stays ignored).
+              status = CASE WHEN i.status = 'resolved' THEN 'unresolved' ELSE i.status END,
+              resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END,
+              regressed_at = CASE WHEN i.status = 'resolved' THEN now() ELSE i.regressed_at END
+            RETURNING id, fingerprint, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed`
+          const stored = new Map(upserted.map((row) => [row.fingerprint, row]))
+
+          // 2. Sampling, in arrival order: the first event of a new issue is always kept.
+          const kept: Array<{ event: PreparedEvent; issueId: string | null; weight: number }> = []
+          const users: Array<{ issue_id: string; user_key: string }> = []
+          const firstOfNew = new Set<string>()
+          let dropped = 0
+          for (const event of events) {
+            if (event.span !== null) {
+              sampler.decide(event, true)
+              spanRows.push({
+                ...event.span,
+                parentId: event.span.parentId ?? undefined,
+                timestamp: new Date(event.timestamp),
+                release: event.release ?? undefined,
+                environment: event.environment ?? undefined
+              })
+              continue
             }
+            const issue = stored.get(event.fingerprint!)!
+            const isNew = issue.inserted && !firstOfNew.has(issue.id)
+            if (isNew) firstOfNew.add(issue.id)
+            if (event.userKey !== null) users.push({ issue_id: issue.id, user_key: event.userKey })
             const weight = sampler.decide(event, isNew)
             if (weight > 0) kept.push({ event, issueId: issue.id, weight })
             else dropped++
           }
-
-          const issueRows = [...issues.values()].map((issue) => ({
-            ...issue,
-            releases: [...issue.releases],
-            environments: [...issue.environments]
-          }))
-          if (issueRows.length > 0) {
-            yield* sql`
-              INSERT INTO observe_issues AS i (id, org_id, fingerprint, title, type, culprit, level, count,
-                first_seen, last_seen, first_release, last_release, releases, environments)
-              SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count,
-                to_timestamp(v.first / 1000.0), to_timestamp(v.last / 1000.0), v."firstRelease", v."lastRelease",
-                v.releases, v.environments
-              FROM json_to_recordset(${JSON.stringify(issueRows)}::json) AS v(id text, fingerprint text, title text,
-                type text, culprit text, level text, count bigint, first float8, last float8, "firstRelease" text,
-                "lastRelease" text, releases text[], environments text[])
-              ON CONFLICT (org_id, fingerprint) DO UPDATE SET
-                count = i.count + EXCLUDED.count,
-                level = EXCLUDED.level,
-                last_seen = greatest(i.last_seen, EXCLUDED.last_seen),
-                last_release = coalesce(EXCLUDED.last_release, i.last_release),
-                first_release = coalesce(i.first_release, EXCLUDED.first_release),
-                releases = ARRAY(SELECT DISTINCT unnest(i.releases || EXCLUDED.releases)),
-                environments = ARRAY(SELECT DISTINCT unnest(i.environments || EXCLUDED.environments)),
-                -- A new event of a resolved issue regresses it (ignored stays ignored).
-                status = CASE WHEN i.status = 'resolved' THEN 'unresolved' ELSE i.status END,
-                resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END`
+          for (const event of events) {
+            if (event.release !== null && event.fingerprint !== null && firstOfNew.delete(stored.get(event.fingerprint)!.id)) {
+              releases.get(event.release)!.newIssues++
+            }
           }
-          if (kept.length > 0) {
-            yield* sql`
+
+          // 3. Everything else in one statement: stacks, kept events, distinct users, releases, the window.
+          const window = sampler.window()
+          const stacks = new Map(kept.flatMap(({ event }) => event.stackId === null ? [] : [[event.stackId, event.stack!]]))
+          yield* sql`
+            WITH stacks AS (
+              INSERT INTO observe_stacks (org_id, id, frames)
+              SELECT ${orgId}, v.id, v.frames FROM json_to_recordset(${stacksJson(stacks)}::json) AS v(id text, frames json)
+              ON CONFLICT DO NOTHING
+            ), events AS (
               INSERT INTO observe_events (id, org_id, issue_id, event_id, level, message, timestamp, received_at,
-                release, environment, sample_weight, data)
+                release, environment, sample_weight, stack_id, data)
               SELECT v.id, ${orgId}, v.issue_id, v.event_id, v.level, v.message, to_timestamp(v.ts / 1000.0),
-                to_timestamp(v.rcv / 1000.0), v.release, v.environment, v.weight, v.data
+                to_timestamp(v.rcv / 1000.0), v.release, v.environment, v.weight, v.stack_id, v.data
               FROM json_to_recordset(${eventRowsJson(kept)}::json) AS v(id text, issue_id text, event_id text,
                 level text, message text, ts float8, rcv float8, release text, environment text, weight real,
-                data jsonb)`
-          }
-          if (users.length > 0) {
-            yield* sql`
-              WITH seen AS (
-                INSERT INTO observe_issue_users (issue_id, user_key)
-                SELECT DISTINCT v.issue_id, v.user_key
-                FROM json_to_recordset(${JSON.stringify(users)}::json) AS v(issue_id text, user_key text)
-                ON CONFLICT DO NOTHING
-                RETURNING issue_id
-              ), counts AS (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id)
-              UPDATE observe_issues i SET users = i.users + counts.n FROM counts WHERE i.id = counts.issue_id`
-          }
-          if (releases.size > 0) {
-            yield* sql`
+                stack_id text, data json)
+            ), seen AS (
+              INSERT INTO observe_issue_users (issue_id, user_key)
+              SELECT DISTINCT v.issue_id, v.user_key
+              FROM json_to_recordset(${JSON.stringify(users)}::json) AS v(issue_id text, user_key text)
+              ON CONFLICT DO NOTHING
+              RETURNING issue_id
+            ), user_counts AS (
+              UPDATE observe_issues i SET users = i.users + c.n
+              FROM (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id) c WHERE i.id = c.issue_id
+            ), releases AS (
               INSERT INTO observe_releases AS r (org_id, version, events, errors, spans, error_spans, new_issues,
                 first_seen, last_seen)
               SELECT ${orgId}, v.version, v.events, v.errors, v.spans, v."errorSpans", v."newIssues",
@@ -246,20 +260,16 @@ export class IngestWriter extends Context.Service<IngestWriter, {
                 error_spans = r.error_spans + EXCLUDED.error_spans,
                 new_issues = r.new_issues + EXCLUDED.new_issues,
                 first_seen = least(r.first_seen, EXCLUDED.first_seen),
-                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)`
-          }
-          if (spanRows.length > 0) yield* spans.recordSpans(orgId, spanRows)
-
-          const window = sampler.window()
-          yield* sql`
+                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)
+            )
             INSERT INTO observe_ingest_windows (org_id, window_start, total, kept, previous_total)
             VALUES (${orgId}, ${window.start}, ${window.total}, ${window.kept}, ${window.previousTotal})
             ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, total = EXCLUDED.total,
               kept = EXCLUDED.kept, previous_total = EXCLUDED.previous_total`
+          if (spanRows.length > 0) yield* spans.recordSpans(orgId, spanRows)
 
-          const regressed = [...issues.values()]
-            .filter((issue) => existing.get(issue.fingerprint)?.status === "resolved")
-            .map((issue) => issue.id)
+          const newIssues = upserted.filter((row) => row.inserted).map((row) => row.id)
+          const regressed = upserted.filter((row) => row.regressed).map((row) => row.id)
           yield* publishAll([
             ...newIssues.map((issueId) => ({ type: "observe.issue.created", orgId, data: { issueId } })),
             ...regressed.map((issueId) => ({ type: "observe.issue.regressed", orgId, data: { issueId } }))

@@ -59,7 +59,8 @@ interface EventRow {
   readonly release: string | null
   readonly environment: string | null
   readonly sample_weight: number
-  readonly data: unknown
+  readonly data: Record<string, any>
+  readonly frames: ReadonlyArray<unknown> | null
 }
 
 const toEvent = (row: EventRow): StoredEvent => ({
@@ -73,8 +74,14 @@ const toEvent = (row: EventRow): StoredEvent => ({
   release: row.release,
   environment: row.environment,
   sampleWeight: row.sample_weight,
-  data: row.data
+  // The frames are stored once per distinct stack (observe_stacks): put them back.
+  data: row.frames === null
+    ? row.data
+    : { ...row.data, exception: { ...row.data.exception, stacktrace: { frames: row.frames } } }
 })
+
+/** Events with their stack's frames. */
+const eventsWithFrames = "observe_events e LEFT JOIN observe_stacks s ON s.org_id = e.org_id AND s.id = e.stack_id"
 
 interface ReleaseRow {
   readonly version: string
@@ -176,8 +183,9 @@ export class Issues extends Context.Service<Issues, {
         function*(orgId: string, issueId: string, page: { readonly limit?: number; readonly offset?: number }) {
           const issue = yield* get(orgId, issueId)
           const rows = yield* sql<EventRow>`
-            SELECT * FROM observe_events WHERE issue_id = ${issueId} AND org_id = ${orgId}
-            ORDER BY received_at DESC, id DESC LIMIT ${page.limit ?? 50} OFFSET ${page.offset ?? 0}`.pipe(Effect.orDie)
+            SELECT e.*, s.frames FROM ${sql.unsafe(eventsWithFrames)} WHERE e.issue_id = ${issueId}
+              AND e.org_id = ${orgId}
+            ORDER BY e.received_at DESC, e.id DESC LIMIT ${page.limit ?? 50} OFFSET ${page.offset ?? 0}`.pipe(Effect.orDie)
           const stored = yield* sql<{ n: string }>`
             SELECT count(*) AS n FROM observe_events WHERE issue_id = ${issue.id}`.pipe(Effect.orDie)
           return { events: rows.map(toEvent), count: Number(stored[0].n) }
@@ -187,8 +195,9 @@ export class Issues extends Context.Service<Issues, {
       const event = Effect.fn("Issues.event")(function*(orgId: string, id: string) {
         // Our `evt_` id, or the client's `event_id` (Sentry SDKs know only theirs).
         const rows = yield* sql<EventRow>`
-          SELECT * FROM observe_events WHERE org_id = ${orgId} AND (id = ${id} OR event_id = ${id})
-          ORDER BY received_at DESC LIMIT 1`.pipe(Effect.orDie)
+          SELECT e.*, s.frames FROM ${sql.unsafe(eventsWithFrames)}
+          WHERE e.org_id = ${orgId} AND (e.id = ${id} OR e.event_id = ${id})
+          ORDER BY e.received_at DESC LIMIT 1`.pipe(Effect.orDie)
         if (rows.length === 0) return yield* new NotFound({ message: `Event '${id}' not found` })
         return toEvent(rows[0])
       })

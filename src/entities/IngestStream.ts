@@ -3,7 +3,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import { IngestClock } from "../../services/observe/Collaborators.ts"
-import { PreparedEvent } from "../../services/observe/EventPreparation.ts"
+import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
 import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../services/observe/Sampling.ts"
 
@@ -35,7 +35,12 @@ export const Ingest = Rpc.make("Ingest", {
   payload: {
     /** The plan's events per minute; null = unlimited. */
     limit: Schema.NullOr(Schema.Int),
-    events: Schema.Array(PreparedEvent)
+    /**
+     * `PreparedEvent`s, validated by the runner that prepared them and passed through as
+     * plain data: re-encoding thousands of fields per request against their schema cost
+     * more than the rest of the entity call.
+     */
+    events: Schema.Array(Schema.Unknown)
   },
   success: EventQuota
 })
@@ -114,7 +119,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
       Ingest: ({ payload }) =>
         Effect.gen(function*() {
           const done = yield* Deferred.make<SamplingWindow>()
-          pending.push({ events: payload.events, limit: payload.limit, done })
+          pending.push({ events: payload.events as ReadonlyArray<PreparedEvent>, limit: payload.limit, done })
           Queue.offerUnsafe(wake, undefined)
           return yield* Deferred.await(done)
         })

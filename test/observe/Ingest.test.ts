@@ -51,6 +51,8 @@ layer(TestAppLive, { timeout: 120_000 })("observe ingestion", (it) => {
       expect(event.status).toBe(200)
       expect(event.body).toMatchObject({ id: response.body.id, level: "error", release: "1.0.0", sampleWeight: 1 })
       expect(event.body.data.tags).toEqual({ region: "eu" })
+      expect(event.body.data.exception.stacktrace.frames.map((frame: any) => [frame.function, frame.lineno]))
+        .toEqual([["main", 10], ["handle", 11]])
 
       const issue = yield* api(key, `/issues/${event.body.issueId}`)
       expect(issue.body).toMatchObject({

@@ -1,0 +1,255 @@
+/**
+ * `npm run bench:ingest`: realistic error events (8–20 frames, tags, breadcrumbs, user,
+ * release; 200 distinct stacks) posted to `POST /api/v1/observe/ingest` of a Canopy
+ * process (`src/main.ts` on a temporary embedded Postgres) by a keep-alive load
+ * generator on loopback:
+ *   (a) batches of 100 events per request, (b) one event per request;
+ * measuring acknowledged events/s and request latency p50/p99, then checking that the
+ * stored count equals the acknowledged count (enterprise plan: nothing is sampled).
+ *
+ * Baseline in the same run: the same payloads inserted straight into the same Postgres
+ * with multi-row `INSERT`s of 100 rows (`id`, `payload jsonb`), from as many concurrent
+ * connections as the batched run uses: the physical floor of storing the events.
+ *
+ * Env: DURATION seconds per phase (default 10), BATCH_CONNECTIONS (default 4),
+ * SINGLE_CONNECTIONS (default 64), RAW_CONNECTIONS (default = BATCH_CONNECTIONS).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Effect, Exit, Redacted, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
+import { freePort, percentile, printTable, startProcess, stop } from "./support.ts"
+
+const seconds = Number(process.env.DURATION ?? 10)
+const batchConnections = Number(process.env.BATCH_CONNECTIONS ?? 4)
+const singleConnections = Number(process.env.SINGLE_CONNECTIONS ?? 64)
+const rawConnections = Number(process.env.RAW_CONNECTIONS ?? batchConnections)
+const adminToken = "adm_bench_token"
+
+// ---------------------------------------------------------------------------
+// Realistic events
+// ---------------------------------------------------------------------------
+
+const words = ["user", "order", "cart", "payment", "session", "invoice", "profile", "search", "token", "report"]
+const pick = <A>(items: ReadonlyArray<A>, n: number) => items[n % items.length]
+
+/** Stack `s` of 200: 8–20 frames, mostly in-app, some library frames. */
+const stack = (s: number) =>
+  Array.from({ length: 8 + (s % 13) }, (_, i) => ({
+    filename: i < 3 ? `node_modules/${pick(words, s + i)}-lib/index.js` : `src/${pick(words, s * 7 + i)}/${
+      pick(words, i)
+    }.ts`,
+    function: `${pick(words, s + i * 3)}${pick(["Handler", "Service", "Repository", "Controller"], i)}.${
+      pick(["load", "save", "render", "validate", "dispatch"], s + i)
+    }`,
+    lineno: 10 + ((s * 31 + i * 17) % 400),
+    colno: 1 + (i * 7) % 80,
+    in_app: i >= 3
+  }))
+
+let sequence = 0
+const makeEvent = () => {
+  const n = sequence++
+  const s = n % 200
+  return {
+    message: `Cannot read properties of undefined (reading '${pick(words, s)}') for id ${n}`,
+    level: "error",
+    platform: "javascript",
+    timestamp: new Date().toISOString(),
+    release: `web@1.${s % 5}.0`,
+    environment: pick(["production", "staging"], n),
+    sdk: { name: "canopy.javascript", version: "1.0.0" },
+    user: { id: `user-${n % 5000}`, email: `user${n % 5000}@example.com` },
+    tags: { browser: pick(["Chrome 131", "Firefox 133", "Safari 18"], n), region: pick(["eu", "us", "ap"], n) },
+    exception: { type: pick(["TypeError", "RangeError", "Error"], s), value: "Cannot read properties", stacktrace: { frames: stack(s) } },
+    breadcrumbs: Array.from({ length: 5 + (n % 6) }, (_, i) => ({
+      timestamp: new Date(Date.now() - i * 1000).toISOString(),
+      category: pick(["http", "navigation", "ui.click", "console"], i),
+      message: `GET /api/${pick(words, n + i)}/${n % 1000} 200`,
+      level: "info"
+    }))
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Load generator: keep-alive node:http, one request in flight per connection
+// ---------------------------------------------------------------------------
+
+interface Phase {
+  readonly acknowledged: number
+  readonly eventsPerSecond: number
+  readonly latencies: Array<number>
+  readonly failures: number
+}
+
+const drive = async (
+  url: string,
+  key: string,
+  connections: number,
+  eventsPerRequest: number,
+  durationSeconds: number
+): Promise<Phase> => {
+  const agent = new Http.Agent({ keepAlive: true, maxSockets: connections })
+  const target = new URL(url)
+  const latencies: Array<number> = []
+  let acknowledged = 0
+  let failures = 0
+  const post = (body: string) =>
+    new Promise<number>((resolve) => {
+      const request = Http.request({
+        agent,
+        host: target.hostname,
+        port: target.port,
+        path: target.pathname,
+        method: "POST",
+        headers: {
+          authorization: `Bearer ${key}`,
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body)
+        }
+      }, (response) => {
+        response.resume()
+        response.on("end", () => resolve(response.statusCode ?? 0))
+      })
+      request.on("error", () => resolve(0))
+      request.end(body)
+    })
+  const started = performance.now()
+  const deadline = started + durationSeconds * 1000
+  await Promise.all(Array.from({ length: connections }, async () => {
+    while (performance.now() < deadline) {
+      const body = eventsPerRequest === 1
+        ? JSON.stringify(makeEvent())
+        : JSON.stringify({ events: Array.from({ length: eventsPerRequest }, makeEvent) })
+      const sent = performance.now()
+      const status = await post(body)
+      latencies.push(performance.now() - sent)
+      if (status === 202) acknowledged += eventsPerRequest
+      else failures++
+    }
+  }))
+  const elapsed = (performance.now() - started) / 1000
+  agent.destroy()
+  return { acknowledged, eventsPerSecond: acknowledged / elapsed, latencies: latencies.sort((a, b) => a - b), failures }
+}
+
+// ---------------------------------------------------------------------------
+// Baseline: multi-row INSERTs of the same payloads into the same Postgres
+// ---------------------------------------------------------------------------
+
+const rawInserts = (databaseUrl: string, connections: number, durationSeconds: number) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    yield* sql`CREATE TABLE IF NOT EXISTS bench_raw_events (id text PRIMARY KEY, payload jsonb NOT NULL)`
+    let inserted = 0
+    const latencies: Array<number> = []
+    const started = performance.now()
+    const deadline = started + durationSeconds * 1000
+    yield* Effect.forEach(Array.from({ length: connections }), () =>
+      Effect.gen(function*() {
+        while (performance.now() < deadline) {
+          const rows: Array<Record<string, unknown>> = Array.from({ length: 100 }, () => ({
+            id: `raw_${sequence++}`,
+            payload: JSON.stringify(makeEvent())
+          }))
+          const sent = performance.now()
+          yield* sql`INSERT INTO bench_raw_events ${sql.insert(rows as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
+          latencies.push(performance.now() - sent)
+          inserted += rows.length
+        }
+      }), { concurrency: connections, discard: true })
+    const elapsed = (performance.now() - started) / 1000
+    return { inserted, eventsPerSecond: inserted / elapsed, latencies: latencies.sort((a, b) => a - b) }
+  }).pipe(
+    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: connections }))
+  )))
+
+const storedCount = (databaseUrl: string) =>
+  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM observe_events`
+    return rows[0].n
+  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })))))
+
+// ---------------------------------------------------------------------------
+
+const main = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
+  Fs.chmodSync(dir, 0o755)
+  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope)))
+
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const canopy = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dir
+  }, `${base}/readyz`)
+  canopy.stdout!.on("data", (chunk) => Fs.appendFileSync("/tmp/canopy-bench-out.txt", chunk))
+  const admin = (path: string, body: unknown) =>
+    fetch(`${base}/api/v1/admin${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then((r) => r.json() as Promise<any>)
+  await admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
+  await admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+  const { key } = await admin("/orgs/bench/keys", { username: "bench" })
+  const ingestUrl = `${base}/api/v1/observe/ingest`
+
+  await drive(ingestUrl, key, batchConnections, 100, 2) // warm-up (JIT, entity activation, issues)
+  const batched = await drive(ingestUrl, key, batchConnections, 100, seconds)
+  const single = await drive(ingestUrl, key, singleConnections, 1, seconds)
+  const warmAcknowledged = await storedCount(pg.url) - batched.acknowledged - single.acknowledged
+  await stop(canopy)
+  const stored = await storedCount(pg.url) - warmAcknowledged
+
+  const raw = await rawInserts(pg.url, rawConnections, seconds)
+  await Effect.runPromise(Scope.close(scope, Exit.void))
+  Fs.rmSync(dir, { recursive: true, force: true })
+
+  console.log(`\nObserve ingestion, ${seconds} s per phase, load generator on loopback (2-core machine)\n`)
+  printTable([
+    {
+      phase: `(a) ingest, batches of 100, ${batchConnections} conns`,
+      "events/s": batched.eventsPerSecond,
+      "p50 ms": percentile(batched.latencies, 50),
+      "p99 ms": percentile(batched.latencies, 99),
+      "failed req": batched.failures
+    },
+    {
+      phase: `(b) ingest, 1 event/request, ${singleConnections} conns`,
+      "events/s": single.eventsPerSecond,
+      "p50 ms": percentile(single.latencies, 50),
+      "p99 ms": percentile(single.latencies, 99),
+      "failed req": single.failures
+    },
+    {
+      phase: `baseline: raw INSERT 100 rows, ${rawConnections} conns`,
+      "events/s": raw.eventsPerSecond,
+      "p50 ms": percentile(raw.latencies, 50),
+      "p99 ms": percentile(raw.latencies, 99),
+      "failed req": 0
+    }
+  ])
+  const acknowledged = batched.acknowledged + single.acknowledged
+  console.log(`\nacknowledged ${acknowledged}, stored ${stored}: ${stored === acknowledged ? "none lost" : "MISMATCH"}`)
+  console.log(
+    `ratio batched ingest / raw insert: ${(100 * batched.eventsPerSecond / raw.eventsPerSecond).toFixed(1)}% ` +
+      `(goal >= 100%, never below 50%)`
+  )
+  console.log(`single-event ingest: ${single.eventsPerSecond.toFixed(0)} events/s (goal >= 3000, p99 < 50 ms)`)
+  if (stored !== acknowledged) process.exitCode = 1
+}
+
+main().then(() => process.exit(process.exitCode ?? 0), (error) => {
+  console.error(error)
+  process.exit(1)
+})
