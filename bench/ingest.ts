@@ -40,9 +40,9 @@ const pick = <A>(items: ReadonlyArray<A>, n: number) => items[n % items.length]
 /** Stack `s` of 200: 8–20 frames, mostly in-app, some library frames. */
 const stack = (s: number) =>
   Array.from({ length: 8 + (s % 13) }, (_, i) => ({
-    filename: i < 3 ? `node_modules/${pick(words, s + i)}-lib/index.js` : `src/${pick(words, s * 7 + i)}/${
-      pick(words, i)
-    }.ts`,
+    filename: i < 3 ?
+      `node_modules/${pick(words, s + i)}-lib/index.js` :
+      `src/${pick(words, s * 7 + i)}/${pick(words, i)}.ts`,
     function: `${pick(words, s + i * 3)}${pick(["Handler", "Service", "Repository", "Controller"], i)}.${
       pick(["load", "save", "render", "validate", "dispatch"], s + i)
     }`,
@@ -65,7 +65,11 @@ const makeEvent = () => {
     sdk: { name: "canopy.javascript", version: "1.0.0" },
     user: { id: `user-${n % 5000}`, email: `user${n % 5000}@example.com` },
     tags: { browser: pick(["Chrome 131", "Firefox 133", "Safari 18"], n), region: pick(["eu", "us", "ap"], n) },
-    exception: { type: pick(["TypeError", "RangeError", "Error"], s), value: "Cannot read properties", stacktrace: { frames: stack(s) } },
+    exception: {
+      type: pick(["TypeError", "RangeError", "Error"], s),
+      value: "Cannot read properties",
+      stacktrace: { frames: stack(s) }
+    },
     breadcrumbs: Array.from({ length: 5 + (n % 6) }, (_, i) => ({
       timestamp: new Date(Date.now() - i * 1000).toISOString(),
       category: pick(["http", "navigation", "ui.click", "console"], i),
@@ -142,38 +146,44 @@ const drive = async (
 // ---------------------------------------------------------------------------
 
 const rawInserts = (databaseUrl: string, connections: number, durationSeconds: number) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    yield* sql`CREATE TABLE IF NOT EXISTS bench_raw_events (id text PRIMARY KEY, payload jsonb NOT NULL)`
-    let inserted = 0
-    const latencies: Array<number> = []
-    const started = performance.now()
-    const deadline = started + durationSeconds * 1000
-    yield* Effect.forEach(Array.from({ length: connections }), () =>
-      Effect.gen(function*() {
-        while (performance.now() < deadline) {
-          const rows: Array<Record<string, unknown>> = Array.from({ length: 100 }, () => ({
-            id: `raw_${sequence++}`,
-            payload: JSON.stringify(makeEvent())
-          }))
-          const sent = performance.now()
-          yield* sql`INSERT INTO bench_raw_events ${sql.insert(rows as [Record<string, unknown>, ...Array<Record<string, unknown>>])}`
-          latencies.push(performance.now() - sent)
-          inserted += rows.length
-        }
-      }), { concurrency: connections, discard: true })
-    const elapsed = (performance.now() - started) / 1000
-    return { inserted, eventsPerSecond: inserted / elapsed, latencies: latencies.sort((a, b) => a - b) }
-  }).pipe(
-    Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: connections }))
-  )))
+  Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE IF NOT EXISTS bench_raw_events (id text PRIMARY KEY, payload jsonb NOT NULL)`
+      let inserted = 0
+      const latencies: Array<number> = []
+      const started = performance.now()
+      const deadline = started + durationSeconds * 1000
+      yield* Effect.forEach(Array.from({ length: connections }), () =>
+        Effect.gen(function*() {
+          while (performance.now() < deadline) {
+            const rows: Array<Record<string, unknown>> = Array.from({ length: 100 }, () => ({
+              id: `raw_${sequence++}`,
+              payload: JSON.stringify(makeEvent())
+            }))
+            const sent = performance.now()
+            yield* sql`INSERT INTO bench_raw_events ${
+              sql.insert(rows as [Record<string, unknown>, ...Array<Record<string, unknown>>])
+            }`
+            latencies.push(performance.now() - sent)
+            inserted += rows.length
+          }
+        }), { concurrency: connections, discard: true })
+      const elapsed = (performance.now() - started) / 1000
+      return { inserted, eventsPerSecond: inserted / elapsed, latencies: latencies.sort((a, b) => a - b) }
+    }).pipe(
+      Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: connections }))
+    )
+  ))
 
 const storedCount = (databaseUrl: string) =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM observe_events`
-    return rows[0].n
-  }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })))))
+  Effect.runPromise(Effect.scoped(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const rows = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM observe_events`
+      return rows[0].n
+    }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })))
+  ))
 
 // ---------------------------------------------------------------------------
 
@@ -181,7 +191,9 @@ const main = async () => {
   const scope = Effect.runSync(Scope.make())
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
   Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope)))
+  const pg = await Effect.runPromise(
+    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
+  )
 
   const port = await freePort()
   const base = `http://127.0.0.1:${port}`
@@ -192,7 +204,6 @@ const main = async () => {
     ADMIN_TOKEN: adminToken,
     DATA_DIR: dir
   }, `${base}/readyz`)
-  canopy.stdout!.on("data", (chunk) => Fs.appendFileSync("/tmp/canopy-bench-out.txt", chunk))
   const admin = (path: string, body: unknown) =>
     fetch(`${base}/api/v1/admin${path}`, {
       method: "POST",

@@ -30,10 +30,11 @@ export default Effect.gen(function*() {
       UNIQUE (org_id, fingerprint)
     )`
   yield* sql`CREATE INDEX observe_issues_last_seen_idx ON observe_issues (org_id, last_seen DESC)`
-  // Distinct users per issue (the `users` counter counts first sightings).
+  // Distinct users per issue (the `users` counter counts first sightings). References to
+  // issues are checked at commit: a group commit writes events before their issue's counters.
   yield* sql`
     CREATE TABLE observe_issue_users (
-      issue_id text NOT NULL REFERENCES observe_issues (id) ON DELETE CASCADE,
+      issue_id text NOT NULL REFERENCES observe_issues (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
       user_key text NOT NULL,
       PRIMARY KEY (issue_id, user_key)
     )`
@@ -50,7 +51,7 @@ export default Effect.gen(function*() {
     CREATE TABLE observe_events (
       id text PRIMARY KEY,
       org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-      issue_id text REFERENCES observe_issues (id) ON DELETE CASCADE,
+      issue_id text REFERENCES observe_issues (id) ON DELETE CASCADE DEFERRABLE INITIALLY DEFERRED,
       -- The client's event_id, when it sent one.
       event_id text,
       level text NOT NULL,

@@ -185,7 +185,9 @@ export class Issues extends Context.Service<Issues, {
           const rows = yield* sql<EventRow>`
             SELECT e.*, s.frames FROM ${sql.unsafe(eventsWithFrames)} WHERE e.issue_id = ${issueId}
               AND e.org_id = ${orgId}
-            ORDER BY e.received_at DESC, e.id DESC LIMIT ${page.limit ?? 50} OFFSET ${page.offset ?? 0}`.pipe(Effect.orDie)
+            ORDER BY e.received_at DESC, e.id DESC LIMIT ${page.limit ?? 50} OFFSET ${page.offset ?? 0}`.pipe(
+            Effect.orDie
+          )
           const stored = yield* sql<{ n: string }>`
             SELECT count(*) AS n FROM observe_events WHERE issue_id = ${issue.id}`.pipe(Effect.orDie)
           return { events: rows.map(toEvent), count: Number(stored[0].n) }

@@ -1,8 +1,9 @@
-import { Cause, Deferred, Effect, Queue, Schema } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, Schema, Semaphore } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import { IngestClock } from "../../services/observe/Collaborators.ts"
+import { planCommit } from "../../services/observe/CommitPlan.ts"
 import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
 import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../services/observe/Sampling.ts"
@@ -12,12 +13,13 @@ import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../s
  * organization's events against its plan and writes them.
  *
  * Group commit: `Ingest` handlers run concurrently; each appends its events to the
- * pending list and waits. One writer fiber takes everything pending (up to
- * `maxEventsPerCommit`, whole requests), commits it in one transaction
- * (`IngestWriter.commit`) and only then answers those requests, so a 202 means durable.
- * While a commit runs the next requests gather, so the batch grows with the load and
- * an idle stream commits a lone event at once. A failed commit fails its requests
- * (the client sees a 500 and may retry); nothing is half-written.
+ * pending list and waits. One planner fiber takes everything pending (up to
+ * `maxEventsPerCommit`, whole requests), decides it (`planCommit`: issues, sampling)
+ * and starts its transaction (`IngestWriter.write`); those requests are answered only
+ * after that commit, so a 202 means durable. Up to `maxCommitsInFlight` commits run at
+ * once; while they run the next requests gather, so batches grow with the load and an
+ * idle stream commits a lone event at once. A failed commit fails its requests (the
+ * client sees a 500 and may retry); nothing is half-written.
  *
  * The sampling window lives here (in memory, written with every commit) so every
  * runner's requests are sampled against one count.
@@ -49,6 +51,10 @@ export const IngestStream = Entity.make("IngestStream", [Ingest])
 
 /** Above this many events a commit is cut (between requests). */
 const maxEventsPerCommit = 500
+/** Commits of one organization in flight at once (their inserts overlap; counters lock late). */
+const maxCommitsInFlight = 3
+/** Fingerprints whose issue id is remembered; past this the memory starts over. */
+const maxKnownFingerprints = 100_000
 
 interface Pending {
   readonly events: ReadonlyArray<PreparedEvent>
@@ -77,8 +83,33 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
 
     const pending: Array<Pending> = []
     const wake = yield* Queue.sliding<void>(1)
+    const slots = yield* Semaphore.make(maxCommitsInFlight)
+    const scope = yield* Effect.scope
+    // fingerprint → issue id, for the issues that exist or that a commit in flight creates.
+    const known = new Map<string, string>()
+    const issueIds = {
+      get: (fingerprint: string) => known.get(fingerprint),
+      set: (fingerprint: string, id: string) => {
+        if (known.size >= maxKnownFingerprints) known.clear()
+        known.set(fingerprint, id)
+      }
+    }
 
-    const commitPending = Effect.gen(function*() {
+    const finish = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<SamplingWindow, unknown>) =>
+      Effect.gen(function*() {
+        if (exit._tag === "Failure") {
+          yield* Effect.logWarning("IngestStream: commit failed", exit.cause).pipe(Effect.annotateLogs({ orgId }))
+        }
+        for (const entry of batch) {
+          Deferred.doneUnsafe(
+            entry.done,
+            exit._tag === "Success" ? Effect.succeed(exit.value) : Effect.die(Cause.squash(exit.cause))
+          )
+        }
+      })
+
+    /** Takes the next batch, plans it (lookups, sampling) and starts its commit. */
+    const commitNext = Effect.gen(function*() {
       const batch: Array<Pending> = []
       let size = 0
       while (pending.length > 0 && (batch.length === 0 || size + pending[0].events.length <= maxEventsPerCommit)) {
@@ -86,31 +117,44 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         batch.push(next)
         size += next.events.length
       }
-      const before = window
+      const events = batch.flatMap((entry) => entry.events)
+      const unknown = [...new Set(events.flatMap((event) => event.fingerprint ?? []))]
+        .filter((fingerprint) => !known.has(fingerprint))
+      const found = yield* Effect.exit(writer.lookupIssues(orgId, unknown))
+      if (found._tag === "Failure") return yield* finish(batch, Exit.failCause(found.cause))
+      for (const row of found.value) issueIds.set(row.fingerprint, row.id)
+
       const limit = batch[batch.length - 1].limit
       let current = currentWindow(window, clock.now())
-      const sampler = {
-        decide: (_event: PreparedEvent, force: boolean) => {
-          const decision = decide(current, limit, force, Math.random())
-          current = decision.window
-          return decision.weight
-        },
-        window: () => current
-      }
-      const exit = yield* Effect.exit(writer.commit(orgId, batch.flatMap((entry) => entry.events), sampler))
-      if (exit._tag === "Success") {
-        window = current
-        for (const entry of batch) Deferred.doneUnsafe(entry.done, Effect.succeed(current))
-      } else {
-        window = before
-        yield* Effect.logWarning("IngestStream: commit failed", exit.cause).pipe(Effect.annotateLogs({ orgId }))
-        for (const entry of batch) Deferred.doneUnsafe(entry.done, Effect.die(Cause.squash(exit.cause)))
-      }
-      if (pending.length > 0) Queue.offerUnsafe(wake, undefined)
+      const plan = planCommit(events, issueIds, (_event, force) => {
+        const decision = decide(current, limit, force, Math.random())
+        current = decision.window
+        return decision.weight
+      })
+      window = current
+      const committed = current
+      yield* writer.write(orgId, plan, committed).pipe(
+        Effect.as(committed),
+        Effect.exit,
+        Effect.flatMap((exit) => {
+          // A created issue whose commit failed is created again by the next event of it.
+          if (exit._tag === "Failure") {
+            for (const issue of plan.issues) {
+              if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
+            }
+          }
+          return finish(batch, exit)
+        }),
+        Effect.ensuring(Effect.andThen(slots.release(1), Queue.offer(wake, undefined))),
+        Effect.forkIn(scope)
+      )
     })
 
+    // One planner: wait for work and a free slot, then plan and start the next commit.
     yield* Queue.take(wake).pipe(
-      Effect.andThen(Effect.suspend(() => pending.length > 0 ? commitPending : Effect.void)),
+      Effect.andThen(slots.take(1)),
+      Effect.andThen(Effect.suspend(() => pending.length > 0 ? commitNext : slots.release(1))),
+      Effect.andThen(Effect.sync(() => pending.length > 0 && Queue.offerUnsafe(wake, undefined))),
       Effect.forever,
       Effect.forkScoped
     )
