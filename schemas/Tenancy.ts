@@ -119,6 +119,10 @@ export type ApiKeySummary = typeof ApiKeySummary.Type
 export const Me = Schema.Struct({
   user: User,
   org: Organization,
-  scopes: Schema.Array(ApiScope)
+  scopes: Schema.Array(ApiScope),
+  /** `https://<key>@<host>/<org-slug>` for `X-Service-DSN` (GUIDE §7). */
+  dsn: Schema.optional(Schema.String),
+  /** `https://<key>@<host>/<projectId>` for Sentry SDKs (GUIDE §7). */
+  sentryDsn: Schema.optional(Schema.String)
 })
 export type Me = typeof Me.Type

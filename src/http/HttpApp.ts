@@ -14,6 +14,7 @@ import { SystemHandlers } from "./handlers/System.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { IngestRoute } from "./sentry/IngestRoute.ts"
+import { SentryRoutes } from "./sentry/SentryRoutes.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([
@@ -34,6 +35,7 @@ export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   IngestRoute,
+  SentryRoutes,
   EdgeMiddleware
 )
 

@@ -1,23 +1,30 @@
 import { Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
+import { dsnsFor } from "../sentry/Dsn.ts"
 
 export const MeHandlers = HttpApiBuilder.group(
   CanopyApi,
   "me",
   Effect.fn(function*(handlers) {
+    const { baseUrl } = yield* AppConfig
     return handlers.handleAll({
       // The hottest authenticated route: the principal was built from typed rows, so the
       // body is serialised directly instead of being re-validated by the `Me` schema.
       me: () =>
-        Effect.map(CurrentPrincipal, (principal) =>
-          HttpServerResponse.jsonUnsafe({
+        Effect.zipWith(CurrentPrincipal, HttpServerRequest.HttpServerRequest, (principal, request) => {
+          // The DSNs carry the key the caller authenticated with (only its hash is stored).
+          const key = (request.headers["authorization"] ?? "").replace(/^Bearer\s+/i, "").trim()
+          return HttpServerResponse.jsonUnsafe({
             user: { ...principal.user, role: principal.role },
             org: principal.org,
-            scopes: principal.scopes
-          }))
+            scopes: principal.scopes,
+            ...dsnsFor(baseUrl, key, principal.org)
+          })
+        })
     })
   })
 )
