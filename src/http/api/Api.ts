@@ -3,6 +3,8 @@ import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
+import { PerformanceApi } from "./Performance.ts"
+import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
@@ -14,6 +16,8 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  .add(SourceMapsApi)
+  .add(PerformanceApi)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
