@@ -91,22 +91,23 @@ export class Performance extends Context.Service<Performance, {
       const recordSpans = (orgId: string, spans: ReadonlyArray<SpanInput>) =>
         Effect.gen(function*() {
           if (spans.length === 0) return
-          // The caller's client, so the statements join its transaction.
+          // The caller's client, so the statements join its transaction. Unset optional text
+          // travels as '' (the driver cannot type an array of nulls) and is stored as NULL.
           const sql = yield* SqlClient.SqlClient
           yield* sql`
             INSERT INTO spans
               (org_id, trace_id, span_id, parent_id, name, duration_ms, is_error, started_at, release, environment)
-            SELECT ${orgId}, t, s, p, n, d, e, a::timestamptz, r, v
+            SELECT ${orgId}, t, s, nullif(p, ''), n, d, e, a::timestamptz, nullif(r, ''), nullif(v, '')
             FROM unnest(
               ${spans.map((span) => span.traceId)}::text[],
               ${spans.map((span) => span.spanId)}::text[],
-              ${spans.map((span) => span.parentId ?? null)}::text[],
+              ${spans.map((span) => span.parentId ?? "")}::text[],
               ${spans.map((span) => span.name)}::text[],
               ${spans.map((span) => Math.max(0, span.durationMs))}::float8[],
               ${spans.map((span) => span.status === "error")}::bool[],
               ${spans.map((span) => span.timestamp.toISOString())}::text[],
-              ${spans.map((span) => span.release ?? null)}::text[],
-              ${spans.map((span) => span.environment ?? null)}::text[]
+              ${spans.map((span) => span.release ?? "")}::text[],
+              ${spans.map((span) => span.environment ?? "")}::text[]
             ) AS v(t, s, p, n, d, e, a, r, v)`
           const groups = rollupGroups(spans)
           yield* sql`
