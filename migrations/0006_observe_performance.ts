@@ -32,21 +32,25 @@ export default Effect.gen(function*() {
     )`
   yield* sql`CREATE INDEX spans_org_time_idx ON spans (org_id, started_at DESC)`
   yield* sql`CREATE INDEX spans_trace_idx ON spans (org_id, trace_id)`
-  // One row per organization, UTC hour, span name, release and environment ('' when unset).
-  // `sketch` maps log-bucket index → count (see services/observe/LatencySketch.ts).
-  yield* sql`
-    CREATE TABLE span_rollups_hourly (
-      org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
-      hour timestamptz NOT NULL,
-      name text NOT NULL,
-      release text NOT NULL,
-      environment text NOT NULL,
-      span_count bigint NOT NULL,
-      error_count bigint NOT NULL,
-      duration_sum double precision NOT NULL,
-      sketch jsonb NOT NULL,
-      PRIMARY KEY (org_id, hour, name, release, environment)
-    )`
+  // One row per organization, UTC hour (or day), span name, release and environment ('' when
+  // unset). `sketch` maps log-bucket index → count (see services/observe/LatencySketch.ts).
+  // Statistics read whole days from the daily table and the hours at a window's edges from
+  // the hourly one.
+  for (const table of ["span_rollups_hourly", "span_rollups_daily"]) {
+    yield* sql`
+      CREATE TABLE ${sql(table)} (
+        org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+        bucket timestamptz NOT NULL,
+        name text NOT NULL,
+        release text NOT NULL,
+        environment text NOT NULL,
+        span_count bigint NOT NULL,
+        error_count bigint NOT NULL,
+        duration_sum double precision NOT NULL,
+        sketch jsonb NOT NULL,
+        PRIMARY KEY (org_id, bucket, name, release, environment)
+      )`
+  }
   // Adds two sketches bucket by bucket, so concurrent writers merge without reading first.
   yield* sql`
     CREATE FUNCTION latency_sketch_merge(a jsonb, b jsonb) RETURNS jsonb

@@ -6,7 +6,8 @@ import { IsoTimestamp, parseIsoTimestamp } from "./Monitoring.ts"
  *
  * Wire choices where the spec is silent:
  * - Query `from`/`to` are ISO 8601 (default: the last 7 days up to now), at most 366 days
- *   apart; statistics come from hourly rollups, so `from` is rounded down to its UTC hour.
+ *   apart; statistics come from hourly and daily rollups, so the window is whole UTC hours:
+ *   `from` is rounded down to its hour and the hour holding `to` counts whole.
  * - Latencies in milliseconds; `p95Latency` is the nearest-rank 95th percentile (the value
  *   at rank ⌈0.95·n⌉), estimated from a sketch within 1% of the exact value.
  * - Without spans every figure is 0. `latencyHistory` has one entry per UTC day of the

@@ -148,6 +148,18 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Perfo
         ...cart,
         ...lateCheckout
       ])
+      // A window starting mid-day: edge hours from the hourly rollups, whole days from the daily ones.
+      const noon = Date.parse("2026-11-01T12:00:00.000Z")
+      const fromNoon = yield* stats(key, "from=2026-11-01T12:34:56.000Z&to=2026-11-02T23:59:59.999Z")
+      expectStatsOf(
+        fromNoon.body,
+        [...checkout, ...cart, ...lateCheckout].filter((span) => span.timestamp.getTime() >= noon)
+      )
+      expect(fromNoon.body.latencyHistory.map((day: { date: string }) => day.date)).toEqual([
+        "2026-11-01",
+        "2026-11-02"
+      ])
+
       const none = yield* stats(key, `${window}&name=nothing`)
       expect(none.body).toMatchObject({ totalSpans: 0, avgLatency: 0, p95Latency: 0, errorRate: 0 })
       expect(none.body.latencyHistory).toEqual([
