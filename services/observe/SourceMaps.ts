@@ -1,4 +1,4 @@
-import { TraceMap } from "@jridgewell/trace-mapping"
+import { FlattenMap, TraceMap } from "@jridgewell/trace-mapping"
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
@@ -56,14 +56,17 @@ export const parseSourceMap = (content: Uint8Array): TraceMap | string => {
     return "is not a JSON source map"
   }
   if (typeof json !== "object" || json === null || Array.isArray(json)) return "is not a JSON source map"
-  const map = json as { version?: unknown; mappings?: unknown; sources?: unknown }
+  const map = json as { version?: unknown; mappings?: unknown; sources?: unknown; sections?: unknown }
   if (map.version !== 3) return "must be a version 3 source map"
-  if (typeof map.mappings !== "string" || !Array.isArray(map.sources)) {
-    return "must have `mappings` and `sources` (indexed maps with `sections` are not supported)"
+  const indexed = Array.isArray(map.sections)
+  if (!indexed && (typeof map.mappings !== "string" || !Array.isArray(map.sources))) {
+    return "must have `mappings` and `sources` (or `sections`)"
   }
   try {
-    const parsed = new TraceMap(map as ConstructorParameters<typeof TraceMap>[0])
-    return parsed
+    // An indexed map (`sections`) is flattened into one.
+    return indexed
+      ? FlattenMap(json as Parameters<typeof FlattenMap>[0])
+      : new TraceMap(json as ConstructorParameters<typeof TraceMap>[0])
   } catch (error) {
     return `could not be read: ${String(error)}`
   }

@@ -182,6 +182,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Sourc
       const mappedSecond = yield* sourceMaps.symbolicate(org.id, "1.0.1", secondFrames)
       expect(locations(mappedSecond.filter((frame) => frame.raw !== undefined))).toEqual(locations(inApp))
 
+      // An indexed map (`sections`) wrapping the same map reads the same.
+      const indexed = { version: 3, sections: [{ offset: { line: 0, column: 0 }, map: JSON.parse(first.map) }] }
+      const three = yield* upload(key, { release: "1.0.2", name: "/static/app.min.js", file: JSON.stringify(indexed) })
+      expect(three.status, JSON.stringify(three.body)).toBe(201)
+      expect(locations(yield* sourceMaps.symbolicate(org.id, "1.0.2", firstFrames))).toEqual(locations(mapped))
+
       // Another release, no release, or another organization: nothing maps.
       expect(yield* sourceMaps.symbolicate(org.id, "9.9.9", firstFrames)).toEqual(firstFrames)
       expect(yield* sourceMaps.symbolicate(org.id, undefined, firstFrames)).toEqual(firstFrames)
