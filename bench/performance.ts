@@ -6,15 +6,23 @@
  * of them (30 days, served from rollups) against the exact SQL over the raw rows
  * (`avg` + `percentile_disc(0.95)`).
  *
+ * Last, what ingest pays per event for `SourceMaps.symbolicate` (20 frames): for an
+ * organization without maps, and with a map (warm cache), against the one SQL lookup per
+ * event it would cost without the per-runner cache.
+ *
  * Env: N spans (default 1,000,000), BATCH spans per transaction (default 500), QUERIES
- * per statistics variant (default 20).
+ * per statistics variant (default 20), EVENTS symbolicated per variant (default 20,000).
  */
+import { eachMapping, TraceMap } from "@jridgewell/trace-mapping"
 import { Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
+import * as esbuild from "esbuild"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { Performance, type SpanInput } from "../services/observe/Performance.ts"
+import { type Frame, SourceMaps } from "../services/observe/SourceMaps.ts"
+import { BlobStore } from "../services/platform/BlobStore.ts"
 import { Database } from "../services/platform/Database.ts"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { percentile, printTable } from "./support.ts"
@@ -22,6 +30,7 @@ import { percentile, printTable } from "./support.ts"
 const N = Number(process.env.N ?? 1_000_000)
 const BATCH = Number(process.env.BATCH ?? 500)
 const QUERIES = Number(process.env.QUERIES ?? 20)
+const EVENTS = Number(process.env.EVENTS ?? 20_000)
 const DAYS = 30
 const start = Date.parse("2026-10-01T00:00:00.000Z")
 
@@ -144,6 +153,68 @@ const main = Effect.gen(function*() {
       (100 * Math.abs(stats.p95Latency - truth.p95) / truth.p95).toFixed(3)
     }% off (bound 1%)`
   )
+
+  yield* symbolication
+})
+
+/** A minified bundle of 200 functions and 20-frame stacks at real mapped positions in it. */
+const minifiedBundle = Effect.promise(async () => {
+  const source = Array.from(
+    { length: 200 },
+    (_, i) =>
+      `export function handler${i}(input) {\n  const value = input.items.map((item) => item.price * ${i})\n` +
+      `  if (value.length === 0) throw new Error("empty ${i}")\n  return value.reduce((a, b) => a + b, 0)\n}\n`
+  ).join("")
+  const result = await esbuild.build({
+    stdin: { contents: source, sourcefile: "src/handlers.js" },
+    outfile: "dist/app.min.js",
+    bundle: true,
+    minify: true,
+    format: "iife",
+    globalName: "App",
+    sourcemap: "external",
+    write: false
+  })
+  const map = result.outputFiles.find((file) => file.path.endsWith(".map"))!.text
+  const positions: Array<{ line: number; column: number }> = []
+  eachMapping(new TraceMap(map), (mapping) => {
+    positions.push({ line: mapping.generatedLine, column: mapping.generatedColumn })
+  })
+  const frames: Array<Frame> = Array.from({ length: 20 }, (_, i) => {
+    const position = positions[Math.floor((i / 20) * positions.length)]
+    return {
+      filename: "https://cdn.example.com/static/app.min.js",
+      function: "x",
+      lineno: position.line,
+      colno: position.column + 1,
+      in_app: true
+    }
+  })
+  return { map, frames }
+})
+
+const symbolication = Effect.gen(function*() {
+  const sql = yield* SqlClient.SqlClient
+  const sourceMaps = yield* SourceMaps
+  const { frames, map } = yield* minifiedBundle
+  yield* sql`INSERT INTO organizations (id, slug, name, plan) VALUES ('org_maps', 'maps', 'Maps', 'enterprise')`
+  yield* sourceMaps.upload("org_maps", { release: "1.0.0", name: "~/static/app.min.js", content: Buffer.from(map) })
+  const perEvent = (effect: Effect.Effect<unknown, unknown>) =>
+    Effect.gen(function*() {
+      yield* effect
+      const ms = yield* timed(Effect.forEach(Array.from({ length: EVENTS }), () => effect, { discard: true }))
+      return (ms * 1000) / EVENTS
+    })
+  const none = yield* perEvent(sourceMaps.symbolicate("org_bench", "1.0.0", frames))
+  const mapped = yield* perEvent(sourceMaps.symbolicate("org_maps", "1.0.0", frames))
+  const lookup = yield* perEvent(sql`SELECT id, name FROM source_maps WHERE org_id = 'org_bench' AND release = '1.0.0'`)
+  console.log(`\nsymbolicate, 20 frames per event, ${EVENTS.toLocaleString()} events each\n`)
+  printTable([
+    { variant: "organization without maps (cached)", "µs/event": none },
+    { variant: "with a map (parsed map cached)", "µs/event": mapped },
+    { variant: "one SQL lookup per event (baseline)", "µs/event": lookup }
+  ])
+  console.log(`\nno-maps path vs a lookup per event: ${(lookup / none).toFixed(0)}× cheaper`)
 })
 
 const run = async () => {
@@ -155,7 +226,12 @@ const run = async () => {
       startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
     )
     await Effect.runPromise(main.pipe(
-      Effect.provide(Performance.layer.pipe(Layer.provideMerge(Database.layer(Redacted.make(pg.url)))))
+      Effect.provide(
+        Layer.mergeAll(Performance.layer, SourceMaps.layer).pipe(
+          Layer.provideMerge(BlobStore.layerFolder(Path.join(dir, "blobs"))),
+          Layer.provideMerge(Database.layer(Redacted.make(pg.url)))
+        )
+      )
     ))
   } finally {
     await Effect.runPromise(Scope.close(scope, Exit.void))

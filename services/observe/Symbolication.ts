@@ -47,20 +47,52 @@ export interface MappedPosition {
   readonly enclosing: string | undefined
 }
 
-/** Where a minified frame (1-based line and column) came from, or undefined if unmapped. */
-export const mapPosition = (map: TraceMap, frame: Frame): MappedPosition | undefined => {
-  if (frame.lineno === undefined || frame.lineno < 1) return undefined
-  const column = Math.max(0, (frame.colno ?? 1) - 1)
-  const original = originalPositionFor(map, { line: frame.lineno, column })
+/** Mapped positions remembered per parsed map: the same crash arrives again and again. */
+const positionMemo = new WeakMap<TraceMap, Map<string, MappedPosition | undefined>>()
+const MAX_MEMO_PER_MAP = 10_000
+/** Where each line of a map's original sources starts, computed once per map and source. */
+const lineStartsMemo = new WeakMap<TraceMap, Map<string, ReadonlyArray<number>>>()
+
+const lineStarts = (map: TraceMap, source: string, content: string) => {
+  let perSource = lineStartsMemo.get(map)
+  if (perSource === undefined) lineStartsMemo.set(map, perSource = new Map())
+  let starts = perSource.get(source)
+  if (starts === undefined) {
+    const found = [0]
+    for (let at = content.indexOf("\n"); at >= 0; at = content.indexOf("\n", at + 1)) found.push(at + 1)
+    perSource.set(source, starts = found)
+  }
+  return starts
+}
+
+const computePosition = (map: TraceMap, line: number, column: number): MappedPosition | undefined => {
+  const original = originalPositionFor(map, { line, column })
   if (original.source === null) return undefined
   const content = sourceContentFor(map, original.source)
+  const lineStart = content === null ? undefined : lineStarts(map, original.source, content)[original.line - 1]
   return {
     source: cleanSource(original.source),
     line: original.line,
     column: original.column,
     name: original.name,
-    enclosing: content === null ? undefined : enclosingFunctionName(content, original.line, original.column)
+    enclosing: content === null || lineStart === undefined
+      ? undefined
+      : enclosingFunctionAt(content, lineStart + original.column)
   }
+}
+
+/** Where a minified frame (1-based line and column) came from, or undefined if unmapped. */
+export const mapPosition = (map: TraceMap, frame: Frame): MappedPosition | undefined => {
+  if (frame.lineno === undefined || frame.lineno < 1) return undefined
+  const column = Math.max(0, (frame.colno ?? 1) - 1)
+  let memo = positionMemo.get(map)
+  if (memo === undefined) positionMemo.set(map, memo = new Map())
+  const key = `${frame.lineno}:${column}`
+  if (memo.has(key)) return memo.get(key)
+  const position = computePosition(map, frame.lineno, column)
+  if (memo.size >= MAX_MEMO_PER_MAP) memo.clear()
+  memo.set(key, position)
+  return position
 }
 
 const blockKeywords = new Set(["if", "for", "while", "switch", "catch", "with", "function", "return", "do", "else"])
@@ -85,19 +117,13 @@ const functionHeadName = (head: string): string | null | undefined => {
 }
 
 /**
- * The function whose body holds `line:column` (1-based line, 0-based column) in `source`:
- * climbs out through unmatched braces until one opens a named function. A heuristic (braces
- * in strings can fool it), used because a map alone does not name scopes.
+ * The function whose body holds character `offset` of `source`: climbs out through
+ * unmatched braces until one opens a named function. A heuristic (braces in strings can
+ * fool it), used because a map alone does not name scopes.
  */
-export const enclosingFunctionName = (source: string, line: number, column: number): string | undefined => {
-  let offset = 0
-  for (let current = 1; current < line; current++) {
-    const next = source.indexOf("\n", offset)
-    if (next < 0) return undefined
-    offset = next + 1
-  }
+export const enclosingFunctionAt = (source: string, offset: number): string | undefined => {
   let depth = 0
-  for (let i = Math.min(source.length, offset + column) - 1; i >= 0; i--) {
+  for (let i = Math.min(source.length, offset) - 1; i >= 0; i--) {
     const char = source[i]
     if (char === "}") depth++
     else if (char === "{") {

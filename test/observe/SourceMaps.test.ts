@@ -7,7 +7,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import * as Vm from "node:vm"
 import { type Frame, SourceMaps } from "../../services/observe/SourceMaps.ts"
-import { enclosingFunctionName, nameCandidates } from "../../services/observe/Symbolication.ts"
+import { enclosingFunctionAt, nameCandidates } from "../../services/observe/Symbolication.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 
 /** One app (fresh database, local blob folder) for the whole file. */
@@ -328,10 +328,12 @@ describe("Symbolication helpers", () => {
       "  for (const x of cart) { pay(x) }",
       "}"
     ].join("\n")
-    expect(enclosingFunctionName(source, 3, 30)).toBe("total")
+    const at = (line: number, column: number) =>
+      enclosingFunctionAt(source, source.split("\n").slice(0, line - 1).join("\n").length + (line > 1 ? 1 : 0) + column)
+    expect(at(3, 30)).toBe("total")
     // Inside an anonymous arrow: not named after the method around it.
-    expect(enclosingFunctionName(source, 5, 6)).toBeUndefined()
-    expect(enclosingFunctionName(source, 10, 26)).toBe("checkout")
-    expect(enclosingFunctionName(source, 1, 0)).toBeUndefined()
+    expect(at(5, 6)).toBeUndefined()
+    expect(at(10, 26)).toBe("checkout")
+    expect(at(1, 0)).toBeUndefined()
   })
 })
