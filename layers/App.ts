@@ -5,10 +5,11 @@ import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
-import { FrameSymbolicator, SpanRecorder } from "../services/observe/Collaborators.ts"
 import { EventPreparation } from "../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../services/observe/IngestWriter.ts"
 import { Issues } from "../services/observe/Issues.ts"
+import { Performance } from "../services/observe/Performance.ts"
+import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
@@ -37,20 +38,20 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
   )
+  const ObserveExtras = Layer.mergeAll(SourceMaps.layer, Performance.layer)
   const Monitoring = MonitorSchedulingLive().pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
-  const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer).pipe(
-    Layer.provideMerge(Layer.mergeAll(FrameSymbolicator.identity, SpanRecorder.countsOnly))
-  )
+  const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer)
   const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
   return Layer.mergeAll(Http, Entities).pipe(
     Layer.provideMerge(Observe),
+    Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

@@ -1,6 +1,6 @@
 import { makeId } from "../platform/Ids.ts"
-import type { IngestSpan } from "./Collaborators.ts"
 import type { PreparedEvent } from "./EventPreparation.ts"
+import type { SpanInput } from "./Performance.ts"
 
 /**
  * What one group commit writes, decided before its transaction starts (pure): which
@@ -50,7 +50,7 @@ export interface CommitPlan {
   readonly issues: ReadonlyArray<IssueDelta>
   readonly releases: ReadonlyArray<ReleaseDelta>
   readonly users: ReadonlyArray<{ readonly issue_id: string; readonly user_key: string }>
-  readonly spans: ReadonlyArray<IngestSpan>
+  readonly spans: ReadonlyArray<SpanInput>
 }
 
 const isError = (level: string) => level === "error" || level === "fatal"
@@ -73,7 +73,7 @@ export const planCommit = (
   const releases = new Map<string, ReleaseDelta>()
   const users = new Map<string, { issue_id: string; user_key: string }>()
   const kept: Array<KeptEvent> = []
-  const spans: Array<IngestSpan> = []
+  const spans: Array<SpanInput> = []
   let dropped = 0
 
   const releaseOf = (version: string, at: number) => {

@@ -4,8 +4,8 @@ import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
 import { MAX_BATCH, ObserveEvent } from "../../schemas/Observe.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
-import { FrameSymbolicator } from "./Collaborators.ts"
 import { culprit, fingerprint, issueTitle } from "./Fingerprint.ts"
+import { SourceMaps } from "./SourceMaps.ts"
 
 /**
  * From request bodies to the rows the ingest entity commits: per-entry validation (a
@@ -94,7 +94,7 @@ export class EventPreparation extends Context.Service<EventPreparation, {
   static readonly layer = Layer.effect(
     EventPreparation,
     Effect.gen(function*() {
-      const symbolicator = yield* FrameSymbolicator
+      const sourceMaps = yield* SourceMaps
 
       const prepareOne = (orgId: string, input: ObserveEvent, receivedAt: number) =>
         Effect.gen(function*() {
@@ -104,7 +104,7 @@ export class EventPreparation extends Context.Service<EventPreparation, {
               ...input,
               exception: {
                 ...input.exception,
-                stacktrace: { frames: yield* symbolicator.symbolicate(orgId, input.release, frames) }
+                stacktrace: { frames: yield* sourceMaps.symbolicate(orgId, input.release, frames) }
               }
             }
             : input

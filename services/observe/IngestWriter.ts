@@ -2,8 +2,8 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { publishAll } from "../platform/Events.ts"
-import { SpanRecorder } from "./Collaborators.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
+import { Performance } from "./Performance.ts"
 import type { SamplingWindow } from "./Sampling.ts"
 
 /**
@@ -12,7 +12,7 @@ import type { SamplingWindow } from "./Sampling.ts"
  * as one JSON document per kind, expanded by `json_to_recordset`): stacks and kept
  * events (no contended rows), then the contended counters — distinct users, issues
  * (every event counts; a resolved issue regresses), releases, the sampling window —
- * then spans (`SpanRecorder`) and `observe.issue.created` / `observe.issue.regressed`.
+ * then spans (`Performance.recordSpans`) and `observe.issue.created` / `observe.issue.regressed`.
  *
  * Several commits of one organization may run at once: the uncontended inserts overlap
  * and the counter rows are locked late, in one order (see `CommitPlan`).
@@ -59,7 +59,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
     IngestWriter,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const spans = yield* SpanRecorder
+      const performance = yield* Performance
 
       const lookupIssues = (orgId: string, fingerprints: ReadonlyArray<string>) =>
         fingerprints.length === 0
@@ -153,7 +153,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, total = EXCLUDED.total,
               kept = EXCLUDED.kept, previous_total = EXCLUDED.previous_total
             WHERE (EXCLUDED.window_start, EXCLUDED.total) > (w.window_start, w.total)`
-          if (plan.spans.length > 0) yield* spans.recordSpans(orgId, plan.spans)
+          if (plan.spans.length > 0) yield* performance.recordSpans(orgId, plan.spans)
 
           const newIssues = upserted.filter((row) => row.inserted).map((row) => row.id)
           const regressed = upserted.filter((row) => row.regressed).map((row) => row.id)

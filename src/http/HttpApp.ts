@@ -8,7 +8,9 @@ import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
+import { PerformanceHandlers } from "./handlers/Performance.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
+import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
@@ -17,15 +19,9 @@ import { IngestRoute } from "./sentry/IngestRoute.ts"
 import { SentryRoutes } from "./sentry/SentryRoutes.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([
-    SystemHandlers,
-    MeHandlers,
-    OrgHandlers,
-    MonitorsHandlers,
-    AdminHandlers,
-    StatusHandlers,
-    ObserveHandlers
-  ]),
+  Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
+  Layer.provide([ObserveHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

@@ -4,6 +4,8 @@ import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { ObserveApi } from "./Observe.ts"
 import { OrgApi } from "./Org.ts"
+import { PerformanceApi } from "./Performance.ts"
+import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
@@ -16,6 +18,8 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(AdminApi)
   .add(StatusApi)
   .add(ObserveApi)
+  .add(SourceMapsApi)
+  .add(PerformanceApi)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
