@@ -38,7 +38,7 @@ const storedEvents = (orgId: string) =>
       )
   )
 
-layer(TestAppLive, { timeout: 120_000 })("observe ingestion", (it) => {
+layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("observe ingestion", (it) => {
   it.effect("a single event is durable when answered 202 and readable by id, with its issue", () =>
     Effect.gen(function*() {
       const { key } = yield* newOrg()

@@ -9,7 +9,7 @@ import { errorEvent } from "./support.ts"
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/observe/SentryApp") {}
 const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl })))
 
-layer(TestAppLive, { timeout: 120_000 })("Sentry SDK compatibility", (it) => {
+layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("Sentry SDK compatibility", (it) => {
   it.effect("an exception and a transaction sent by @sentry/node show up through the API", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
@@ -56,6 +56,11 @@ layer(TestAppLive, { timeout: 120_000 })("Sentry SDK compatibility", (it) => {
       // The transaction and its child span arrive as spans (counted on the release).
       const release = yield* request(`${baseUrl}/api/v1/observe/releases/shop@2.0.0`, { token: key })
       expect(release.body).toMatchObject({ events: 1, errors: 1, spans: 2, errorSpans: 0 })
+      const stats = yield* request(`${baseUrl}/api/v1/stats/performance?name=${encodeURIComponent("GET /checkout")}`, {
+        token: key
+      })
+      expect(stats.status).toBe(200)
+      expect(stats.body).toMatchObject({ totalSpans: 1, errorRate: 0 })
     }))
 
   it.effect("store endpoint with ?sentry_key= and gzip; CORS; a key of another project is refused", () =>
