@@ -5,6 +5,7 @@ import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
+import { Alerts } from "../services/observe/Alerts.ts"
 import { EventPreparation } from "../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../services/observe/IngestWriter.ts"
 import { Issues } from "../services/observe/Issues.ts"
@@ -19,6 +20,7 @@ import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -44,8 +46,8 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
-  const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer)
-  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer)
+  const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer, Alerts.layer)
+  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer, SpikeMailer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )

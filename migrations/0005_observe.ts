@@ -91,4 +91,16 @@ export default Effect.gen(function*() {
       kept integer NOT NULL,
       previous_total integer NOT NULL
     )`
+  // Spike alerts: one row per spike (GUIDE §7), also published as `observe.spike`.
+  yield* sql`
+    CREATE TABLE observe_alerts (
+      id text PRIMARY KEY,
+      org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      issue_id text REFERENCES observe_issues (id) ON DELETE CASCADE,
+      count integer NOT NULL,
+      baseline real NOT NULL,
+      threshold real NOT NULL,
+      created_at timestamptz NOT NULL DEFAULT now()
+    )`
+  yield* sql`CREATE INDEX observe_alerts_org_idx ON observe_alerts (org_id, created_at DESC)`
 })

@@ -178,3 +178,23 @@ export const Release = Schema.Struct({
 export type Release = typeof Release.Type
 
 export const ReleaseList = Schema.Struct({ releases: Schema.Array(Release), count: Schema.Int })
+
+// --- spike alerts ----------------------------------------------------------------------------
+
+export const Alert = Schema.Struct({
+  id: Schema.String,
+  type: Schema.Literal("spike"),
+  /** The organization's events as a whole, or one issue's. */
+  scope: Schema.Literals(["organization", "issue"]),
+  issueId: Schema.NullOr(Schema.String),
+  /** Error events in the 5 minutes that opened the spike. */
+  count: Schema.Int,
+  /** Average 5-minute count over the hour before. */
+  baseline: Schema.Number,
+  threshold: Schema.Number,
+  createdAt: Schema.String
+})
+export type Alert = typeof Alert.Type
+
+export const AlertList = Schema.Struct({ alerts: Schema.Array(Alert), count: Schema.Int })
+export const ListAlertsQuery = Schema.Struct({ limit: limitParam, offset: offsetParam })

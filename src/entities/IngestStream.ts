@@ -2,11 +2,13 @@ import { Cause, Deferred, Effect, Exit, Queue, Schema, Semaphore } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
-import { planCommit } from "../../services/observe/CommitPlan.ts"
+import { Alerts } from "../../services/observe/Alerts.ts"
+import { type CommitPlan, planCommit } from "../../services/observe/CommitPlan.ts"
 import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestClock } from "../../services/observe/IngestClock.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
 import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../services/observe/Sampling.ts"
+import { SpikeDetector } from "../../services/observe/Spikes.ts"
 
 /**
  * One ingest stream per organization (GUIDE §1, §7): the single place that samples the
@@ -68,7 +70,9 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
     const sql = yield* SqlClient.SqlClient
     const writer = yield* IngestWriter
     const clock = yield* IngestClock
+    const alerts = yield* Alerts
     const orgId = address.entityId
+    const spikes = new SpikeDetector()
 
     const stored = yield* sql<{ window_start: string; total: number; kept: number; previous_total: number }>`
       SELECT window_start, total, kept, previous_total FROM observe_ingest_windows WHERE org_id = ${orgId}`.pipe(
@@ -108,6 +112,24 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         }
       })
 
+    /** Counts a committed plan's error events per organization and issue; raises the spikes that open. */
+    const detectSpikes = (plan: CommitPlan) =>
+      Effect.suspend(() => {
+        const now = clock.now()
+        let total = 0
+        for (const issue of plan.issues) {
+          spikes.record(issue.id, now, issue.count)
+          total += issue.count
+        }
+        if (total === 0) return Effect.void
+        spikes.record("org", now, total)
+        const opened = spikes.evaluate(["org", ...plan.issues.map((issue) => issue.id)], now)
+        if (opened.length === 0) return Effect.void
+        return alerts.raise(orgId, opened, now).pipe(
+          Effect.catchCause((cause) => Effect.logWarning("IngestStream: spike alert failed", cause))
+        )
+      })
+
     /** Takes the next batch, plans it (lookups, sampling) and starts its commit. */
     const commitNext = Effect.gen(function*() {
       const batch: Array<Pending> = []
@@ -143,7 +165,8 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
               if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
             }
           }
-          return finish(batch, exit)
+          // Spikes before answering: a client that saw 202 can already see the alert it caused.
+          return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
         }),
         Effect.ensuring(Effect.andThen(slots.release(1), Queue.offer(wake, undefined))),
         Effect.forkIn(scope)

@@ -1,12 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
-import { SqlClient } from "effect/sql"
-import { AppLive } from "../../layers/App.ts"
-import { IngestClock } from "../../services/observe/IngestClock.ts"
-import { bootstrapOrg, request, testConfig } from "../support/app.ts"
-import { createTestDatabase } from "../support/database.ts"
-import { errorEvent, ingest } from "./support.ts"
+import { Effect } from "effect"
+import { bootstrapOrg, request } from "../support/app.ts"
+import { errorEvent, ingest, startWithIngestClock } from "./support.ts"
 
 /**
  * Sampling through the real endpoint and entity. The ingest stream samples by an
@@ -16,23 +11,12 @@ import { errorEvent, ingest } from "./support.ts"
 const minuteStart = Date.UTC(2026, 10, 23, 10, 0, 0)
 let now = minuteStart + 5_000
 
-const startWithClock = Effect.gen(function*() {
-  const url = yield* createTestDatabase
-  const layer = AppLive(testConfig(url)).pipe(Layer.provide(Layer.succeed(IngestClock)({ now: () => now })))
-  const context = yield* Layer.build(layer)
-  const address = Context.get(context, HttpServer.HttpServer).address
-  return {
-    baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`,
-    sql: Context.get(context, SqlClient.SqlClient)
-  }
-})
-
 describe("sampling through the ingest endpoint", () => {
   it.live(
     "a free organization far over 100 events a minute gets only 2xx; about 100 are stored, all are counted",
     () =>
       Effect.gen(function*() {
-        const { baseUrl, sql } = yield* startWithClock
+        const { baseUrl, sql } = yield* startWithIngestClock({ now: () => now })
         const { key, org } = yield* bootstrapOrg(baseUrl, { slug: "sampled", plan: "free" })
         const stored = sql<{ n: number; weights: Array<number> }>`
         SELECT count(*)::int AS n, coalesce(array_agg(DISTINCT sample_weight), '{}') AS weights

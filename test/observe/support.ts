@@ -1,6 +1,27 @@
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import { HttpServer } from "effect/http"
+import { SqlClient } from "effect/sql"
 import { gzipSync } from "node:zlib"
-import { request } from "../support/app.ts"
+import { AppLive } from "../../layers/App.ts"
+import { IngestClock } from "../../services/observe/IngestClock.ts"
+import { request, testConfig } from "../support/app.ts"
+import { createTestDatabase } from "../support/database.ts"
+
+/**
+ * The whole app on a fresh database, its ingest streams sampling and counting by `clock`
+ * (a test moves it between minutes without waiting). Torn down with the test's scope.
+ */
+export const startWithIngestClock = (clock: { readonly now: () => number }) =>
+  Effect.gen(function*() {
+    const config = testConfig(yield* createTestDatabase)
+    const context = yield* Layer.build(AppLive(config).pipe(Layer.provide(Layer.succeed(IngestClock)(clock))))
+    const address = Context.get(context, HttpServer.HttpServer).address
+    return {
+      baseUrl: `http://127.0.0.1:${address._tag === "UnixPathAddress" ? 0 : address.port}`,
+      sql: Context.get(context, SqlClient.SqlClient),
+      config
+    }
+  })
 
 /** An error event with a stack of `frames` (function, file) whose line numbers are `line + i`. */
 export const errorEvent = (options: {

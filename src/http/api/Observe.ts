@@ -2,9 +2,11 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { NotFound } from "../../../schemas/Errors.ts"
 import {
+  AlertList,
   EventList,
   Issue,
   IssueList,
+  ListAlertsQuery,
   ListEventsQuery,
   ListIssuesQuery,
   Release,
@@ -17,7 +19,7 @@ import { Authentication, RequiredScope } from "./Security.ts"
 const idParams = { id: Schema.String }
 
 /**
- * Issues, events and releases (GUIDE §7): read with `observe:read`; changing an issue's
+ * Issues, events, releases and spike alerts (GUIDE §7): read with `observe:read`; changing an issue's
  * status needs `observe:read` too (the scope list has no `observe:write`). Ingestion is a
  * raw route (src/http/sentry/IngestRoute.ts).
  */
@@ -46,5 +48,7 @@ export class ObserveApi extends HttpApiGroup.make("observe").add(
     params: { version: Schema.String },
     success: Release,
     error: NotFound
-  }).annotate(RequiredScope, "observe:read")
+  }).annotate(RequiredScope, "observe:read"),
+  HttpApiEndpoint.get("alerts", "/alerts", { query: ListAlertsQuery, success: AlertList })
+    .annotate(RequiredScope, "observe:read")
 ).prefix("/api/v1/observe").middleware(Authentication) {}

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { Alerts } from "../../../services/observe/Alerts.ts"
 import { Issues } from "../../../services/observe/Issues.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
@@ -11,6 +12,7 @@ export const ObserveHandlers = HttpApiBuilder.group(
   "observe",
   Effect.fn(function*(handlers) {
     const issues = yield* Issues
+    const alerts = yield* Alerts
     return handlers.handleAll({
       issues: ({ query }) => Effect.flatMap(orgId, (org) => issues.list(org, query)),
       issue: ({ params }) => Effect.flatMap(orgId, (org) => issues.get(org, params.id)),
@@ -19,7 +21,8 @@ export const ObserveHandlers = HttpApiBuilder.group(
       issueEvents: ({ params, query }) => Effect.flatMap(orgId, (org) => issues.events(org, params.id, query)),
       event: ({ params }) => Effect.flatMap(orgId, (org) => issues.event(org, params.id)),
       releases: () => Effect.flatMap(orgId, (org) => issues.releases(org)),
-      release: ({ params }) => Effect.flatMap(orgId, (org) => issues.release(org, params.version))
+      release: ({ params }) => Effect.flatMap(orgId, (org) => issues.release(org, params.version)),
+      alerts: ({ query }) => Effect.flatMap(orgId, (org) => alerts.list(org, query))
     })
   })
 )

@@ -1,0 +1,18 @@
+import { Effect, Layer } from "effect"
+import { Alerts, type SpikeEventData } from "../../services/observe/Alerts.ts"
+import { Events } from "../../services/platform/Events.ts"
+
+/**
+ * E-mails every `observe.spike` to the organization's owners: a durable consumer of the
+ * outbox, so a spike raised just before a crash is still mailed (at least once), from
+ * whichever runner holds the consumer.
+ */
+export const SpikeMailer = Layer.effectDiscard(Effect.gen(function*() {
+  const events = yield* Events
+  const alerts = yield* Alerts
+  yield* events.consume(
+    "observe.spike-mail",
+    (event) => event.orgId === null ? Effect.void : alerts.mailOwners(event.orgId, event.data as SpikeEventData),
+    { types: ["observe.spike"], from: "now" }
+  )
+}))
