@@ -188,20 +188,20 @@ export const monitorValidationError = (issues: ReadonlyArray<FieldIssue>): Valid
 // --- requests ----------------------------------------------------------------------------
 
 const settings = {
-  method: Schema.optional(HttpMethod),
-  checkType: Schema.optional(CheckType),
-  frequency: Schema.optional(Frequency),
-  timeout: Schema.optional(Timeout),
-  expectedCode: Schema.optional(ExpectedCode),
-  headers: Schema.optional(MonitorHeaders),
-  body: Schema.optional(Schema.NullOr(MonitorBody)),
-  active: Schema.optional(Schema.Boolean),
-  assertions: Schema.optional(Schema.NullOr(MonitorAssertions)),
-  dnsRecordType: Schema.optional(Schema.NullOr(DnsRecordType)),
-  expectedValue: Schema.optional(Schema.NullOr(ExpectedValue)),
-  degradedThresholdMs: Schema.optional(Schema.NullOr(DegradedThresholdMs)),
-  retries: Schema.optional(Retries),
-  retryInterval: Schema.optional(RetryInterval)
+  method: Schema.optionalKey(HttpMethod),
+  checkType: Schema.optionalKey(CheckType),
+  frequency: Schema.optionalKey(Frequency),
+  timeout: Schema.optionalKey(Timeout),
+  expectedCode: Schema.optionalKey(ExpectedCode),
+  headers: Schema.optionalKey(MonitorHeaders),
+  body: Schema.optionalKey(Schema.NullOr(MonitorBody)),
+  active: Schema.optionalKey(Schema.Boolean),
+  assertions: Schema.optionalKey(Schema.NullOr(MonitorAssertions)),
+  dnsRecordType: Schema.optionalKey(Schema.NullOr(DnsRecordType)),
+  expectedValue: Schema.optionalKey(Schema.NullOr(ExpectedValue)),
+  degradedThresholdMs: Schema.optionalKey(Schema.NullOr(DegradedThresholdMs)),
+  retries: Schema.optionalKey(Retries),
+  retryInterval: Schema.optionalKey(RetryInterval)
 }
 
 /** POST body: `name` and `url` required, everything else defaults (`MONITOR_DEFAULTS`). */
@@ -223,12 +223,14 @@ export const CreateMonitor = Schema.Struct({
 export type CreateMonitor = typeof CreateMonitor.Type
 
 /**
- * PATCH body: any subset of the create fields. The cross-field rules are checked by the
+ * PATCH body: any subset of the create fields. Fields are `optionalKey`: absent means
+ * unchanged, and `null` is refused where the field is not nullable (the JSON codec would
+ * otherwise read `null` as absent and the PATCH would silently change nothing). The cross-field rules are checked by the
  * service against the stored monitor merged with the patch (400 naming the field).
  */
 export const UpdateMonitor = Schema.Struct({
-  name: Schema.optional(MonitorName),
-  url: Schema.optional(MonitorUrl),
+  name: Schema.optionalKey(MonitorName),
+  url: Schema.optionalKey(MonitorUrl),
   ...settings
 })
 export type UpdateMonitor = typeof UpdateMonitor.Type

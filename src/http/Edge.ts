@@ -12,6 +12,7 @@ import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
+import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
 
@@ -48,16 +49,26 @@ const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
   return errorResponse(400, "validation_error", message, { details })
 }
 
+/** No route matched: a known path with another method is a 405 listing the allowed ones. */
+const notFoundOrWrongMethod = (path: string, method: string) => {
+  const allowed = allowedMethods(path)
+  return allowed.length === 0
+    ? errorResponse(404, "not_found", "No such route")
+    : errorResponse(405, "method_not_allowed", `${method} is not allowed here; use ${allowed.join(", ")}`).pipe(
+      HttpServerResponse.setHeader("allow", allowed.join(", "))
+    )
+}
+
 const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag !== "Empty" && /json/.test(String((response.body as { contentType?: string }).contentType))
 
 /** Turns whatever escaped the handlers into the GUIDE §4 body; stack traces stay in the log. */
-const responseForCause = (cause: Cause.Cause<unknown>) =>
+const responseForCause = (path: string, method: string) => (cause: Cause.Cause<unknown>) =>
   Effect.gen(function*() {
     for (const reason of cause.reasons) {
       const error = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
       if (HttpServerError.isHttpServerError(error)) {
-        if (error.reason._tag === "RouteNotFound") return errorResponse(404, "not_found", "No such route")
+        if (error.reason._tag === "RouteNotFound") return notFoundOrWrongMethod(path, method)
         if (error.reason._tag === "RequestParseError") {
           return error.reason.reason === "BodyTooLarge"
             ? errorResponse(413, "payload_too_large", "The request body is over this route's limit")
@@ -113,7 +124,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }
-    return effect.pipe(Effect.catchCause(responseForCause), Effect.map(finish))
+    return effect.pipe(Effect.catchCause(responseForCause(path, request.method)), Effect.map(finish))
   }), { global: true })
 
 const withoutBodyHeaders = (headers: Headers.Headers) =>

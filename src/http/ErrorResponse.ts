@@ -21,7 +21,7 @@ export const defaultError = (status: number): { readonly error: ErrorCode; reado
     case 404:
       return { error: "not_found", message: "No such resource" }
     case 405:
-      return { error: "not_found", message: "No such route for this method" }
+      return { error: "method_not_allowed", message: "This path does not answer this method" }
     case 409:
       return { error: "conflict", message: "The request conflicts with the current state" }
     case 413:

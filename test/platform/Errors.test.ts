@@ -110,6 +110,47 @@ describe("error model", () => {
       expect(echoed.body).toEqual({ status: "ok" })
     }).pipe(Effect.scoped))
 
+  it.live("unknown body fields and null for a required field are 400s; a known path with another method is 405", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "strict" })
+      const monitors = `${app.baseUrl}/api/v1/monitors`
+
+      const typo = yield* request(monitors, {
+        token: key,
+        method: "POST",
+        body: { name: "api", url: "https://example.com", frequncy: 120 }
+      })
+      expect(typo.status).toBe(400)
+      expectErrorBody(typo.body, "validation_error")
+      expect(typo.body.details).toEqual([{ path: "body.frequncy", message: expect.any(String) }])
+      // Nothing was created by the refused request.
+      expect((yield* request(monitors, { token: key })).body.count).toBe(0)
+
+      const created = yield* request(monitors, {
+        token: key,
+        method: "POST",
+        body: { name: "api", url: "https://example.com", frequency: 120 }
+      })
+      expect(created.status).toBe(201)
+      const nulled = yield* request(`${monitors}/${created.body.id}`, {
+        token: key,
+        method: "PATCH",
+        body: { frequency: null }
+      })
+      expect(nulled.status).toBe(400)
+      expect(nulled.body.details[0].path).toBe("body.frequency")
+      expect((yield* request(`${monitors}/${created.body.id}`, { token: key })).body.frequency).toBe(120)
+
+      const wrongMethod = yield* request(`${monitors}/${created.body.id}`, { token: key, method: "PUT", body: {} })
+      expect(wrongMethod.status).toBe(405)
+      expectErrorBody(wrongMethod.body, "method_not_allowed")
+      expect(wrongMethod.headers.get("allow")).toBe("DELETE, GET, HEAD, PATCH")
+      const wrongCollectionMethod = yield* request(monitors, { token: key, method: "DELETE" })
+      expect(wrongCollectionMethod.status).toBe(405)
+      expect(wrongCollectionMethod.headers.get("allow")).toBe("GET, HEAD, POST")
+    }).pipe(Effect.scoped))
+
   it.live("500 internal_error without a stack trace, and the process keeps serving", () =>
     Effect.gen(function*() {
       const app = yield* startApp()

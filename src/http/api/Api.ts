@@ -14,6 +14,8 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  // Unknown body fields are a 400 naming them, not silently dropped (a typo like `frequncy`).
+  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
