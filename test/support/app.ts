@@ -26,6 +26,7 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
   runnerAddress: Option.none(),
   runnerListenAddress: Option.none(),
   outboundAllowPrivate: true,
+  trustedProxies: [],
   ...overrides
 })
 
