@@ -299,11 +299,13 @@ export const Monitor = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   url: Schema.String,
-  method: HttpMethod,
+  /** `null` for checks that send no HTTP request (tcp, dns, websocket). */
+  method: Schema.NullOr(HttpMethod),
   checkType: CheckType,
   frequency: Schema.Int,
   timeout: Schema.Int,
-  expectedCode: Schema.Int,
+  /** `null` for checks that read no HTTP status (tcp, dns, websocket). */
+  expectedCode: Schema.NullOr(Schema.Int),
   headers: Schema.Record(Schema.String, Schema.String),
   body: Schema.NullOr(Schema.String),
   active: Schema.Boolean,
