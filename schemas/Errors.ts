@@ -52,4 +52,5 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "rate_limited"
+  | "unavailable"
   | "internal_error"

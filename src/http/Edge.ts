@@ -15,6 +15,7 @@ import { randomUUID } from "node:crypto"
 import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
+import { isUnavailable, unavailableRetryAfter } from "./Unavailable.ts"
 
 const mebibyte = 1024 * 1024
 
@@ -83,6 +84,15 @@ const responseForCause = (path: string, method: string) => (cause: Cause.Cause<u
       }
     }
     if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
+    const transient = cause.reasons.find((reason) =>
+      isUnavailable(Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined)
+    )
+    if (transient !== undefined) {
+      yield* Effect.logWarning("request failed while the service was briefly unavailable", cause)
+      return errorResponse(503, "unavailable", "The service is briefly unavailable; retry shortly", {
+        retryAfter: unavailableRetryAfter
+      }).pipe(HttpServerResponse.setHeader("retry-after", String(unavailableRetryAfter)))
+    }
     yield* Effect.logError("unhandled request failure", cause)
     return errorResponse(500, "internal_error", "Something went wrong on our side")
   })

@@ -30,6 +30,8 @@ export const defaultError = (status: number): { readonly error: ErrorCode; reado
       return { error: "unsupported_media_type", message: "Send the body as application/json" }
     case 429:
       return { error: "rate_limited", message: "Too many requests" }
+    case 503:
+      return { error: "unavailable", message: "The service is briefly unavailable; retry shortly" }
     default:
       return { error: "internal_error", message: "Something went wrong on our side" }
   }
