@@ -219,7 +219,20 @@ export const CreateMonitor = Schema.Struct({
     dnsRecordType: input.dnsRecordType,
     expectedValue: input.expectedValue
   }).map((issue) => ({ path: [issue.field], issue: issue.message }))
-))
+)).annotate({
+  examples: [
+    { name: "Homepage", url: "https://example.com/", frequency: 60, timeout: 10 },
+    {
+      name: "Orders API",
+      url: "https://api.example.com/health",
+      checkType: "api",
+      assertions: [{ path: "$.status", op: "eq", value: "ok" }],
+      degradedThresholdMs: 800,
+      retries: 2
+    },
+    { name: "Database", url: "tcp://db.example.com:5432", checkType: "tcp" }
+  ]
+})
 export type CreateMonitor = typeof CreateMonitor.Type
 
 /**
@@ -232,7 +245,7 @@ export const UpdateMonitor = Schema.Struct({
   name: Schema.optionalKey(MonitorName),
   url: Schema.optionalKey(MonitorUrl),
   ...settings
-})
+}).annotate({ examples: [{ active: false }, { frequency: 300, timeout: 20 }] })
 export type UpdateMonitor = typeof UpdateMonitor.Type
 
 export const ListMonitorsQuery = {
