@@ -1,4 +1,5 @@
 import { Effect, Result } from "effect"
+import { identity } from "effect/Function"
 import { HttpMiddleware, HttpRouter } from "effect/http"
 import { IpNetwork } from "effect/net"
 import { AppConfig } from "../../services/platform/AppConfig.ts"
@@ -23,7 +24,8 @@ export const TrustedProxiesMiddleware = HttpRouter.middleware(
           onFailure: () => Effect.die(new Error(`TRUSTED_PROXIES: '${entry}' is not an IP address or CIDR network`))
         })
     )
-    return HttpMiddleware.xForwardedHeaders({ trustedProxies })
+    // No proxies trusted (the default): nothing to do per request.
+    return trustedProxies.length === 0 ? identity : HttpMiddleware.xForwardedHeaders({ trustedProxies })
   }),
   { global: true }
 )
