@@ -11,13 +11,15 @@ const transientClusterErrors = new Set([
 
 /**
  * Whether a failure is the platform being briefly unavailable rather than a bug: a
- * retryable database failure (connection lost or refused, deadlock, serialization
- * conflict, lock or statement timeout) or a transient cluster error, possibly wrapped.
+ * retryable database failure (connection lost, deadlock, serialization conflict, lock or
+ * statement timeout), no connection to be had, or a transient cluster error, possibly wrapped.
  * The edge answers these with 503 and `Retry-After` (docs/decisions.md, error policy).
  */
 export const isUnavailable = (error: unknown, depth = 0): boolean => {
   if (depth > 4 || typeof error !== "object" || error === null) return false
-  if (isSqlError(error)) return error.isRetryable
+  // Retryable, or any failure to open a connection (the server refusing new connections
+  // reports its own SQLSTATE, which is not classified as a connection error).
+  if (isSqlError(error)) return error.isRetryable || error.reason.operation === "connect"
   const tag = (error as { readonly _tag?: unknown })._tag
   if (typeof tag === "string" && transientClusterErrors.has(tag)) return true
   return isUnavailable((error as { readonly cause?: unknown }).cause, depth + 1)
