@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ValidationError } from "./Errors.ts"
+import { eventType } from "./Events.ts"
 
 /**
  * Monitors and heartbeats (spec "Monitor", "Heartbeat"; GUIDE §6).
@@ -346,3 +347,42 @@ export type MonitorList = typeof MonitorList.Type
 
 export const HeartbeatList = Schema.Struct({ heartbeats: Schema.Array(Heartbeat), count: Schema.Int })
 export type HeartbeatList = typeof HeartbeatList.Type
+
+// --- domain events ---------------------------------------------------------------------
+
+/** A monitor was created, changed or deleted (its entity reloads). */
+export const MonitorChangedEvent = eventType(
+  "monitor.changed",
+  Schema.Struct({
+    monitorId: Schema.String,
+    orgId: Schema.String,
+    change: Schema.Literals(["created", "updated", "deleted"])
+  })
+)
+
+/** A monitor's status changed (alerts, the live stream, webhooks). */
+export const MonitorStatusEvent = eventType(
+  "monitor.status",
+  Schema.Struct({
+    monitorId: Schema.String,
+    name: Schema.String,
+    status: MonitorStatus,
+    previousStatus: MonitorStatus,
+    timestamp: Schema.String
+  })
+)
+
+/** One check's result (the authenticated live stream). */
+export const HeartbeatEvent = eventType(
+  "heartbeat",
+  Schema.Struct({
+    monitorId: Schema.String,
+    timestamp: Schema.String,
+    status: HeartbeatStatus,
+    responseTime: Schema.Int,
+    statusCode: Schema.optionalKey(Schema.Int),
+    error: Schema.optionalKey(Schema.String),
+    region: Schema.String,
+    attempt: Schema.Int
+  })
+)

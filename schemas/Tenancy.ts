@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { eventType } from "./Events.ts"
 
 export const Plan = Schema.Literals(["free", "hobby", "pro", "enterprise"])
 export type Plan = typeof Plan.Type
@@ -122,3 +123,11 @@ export const Me = Schema.Struct({
   scopes: Schema.Array(ApiScope)
 })
 export type Me = typeof Me.Type
+
+// --- domain events ---------------------------------------------------------------------
+
+/** An API key was revoked: every runner drops its cached lookup at once. */
+export const ApiKeyRevokedEvent = eventType("apikey.revoked", Schema.Struct({ keyId: Schema.String }))
+
+/** An organization's name, plan or quota changed: cached lookups of its keys are dropped. */
+export const OrgUpdatedEvent = eventType("org.updated", Schema.Struct({ slug: Schema.String }))

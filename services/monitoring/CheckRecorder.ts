@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Events, type NewDomainEvent } from "../platform/Events.ts"
 import type { CheckAssertion, CheckResult, CheckTarget, CheckType, DnsRecordType } from "./checks/Checker.ts"
@@ -265,32 +266,24 @@ const make = Effect.gen(function*() {
       }
 
       const timestamp = checkedAt.toISOString()
-      const published: Array<NewDomainEvent> = [{
-        type: "heartbeat",
-        orgId: monitor.orgId,
-        data: {
-          monitorId: input.monitorId,
-          timestamp,
-          status: next.heartbeatStatus,
-          responseTime: Math.max(0, Math.round(result.responseTimeMs)),
-          ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
-          ...(result.error === undefined ? {} : { error: result.error }),
-          region,
-          attempt: input.attempt
-        }
-      }]
+      const published: Array<NewDomainEvent> = [HeartbeatEvent.make(monitor.orgId, {
+        monitorId: input.monitorId,
+        timestamp,
+        status: next.heartbeatStatus,
+        responseTime: Math.max(0, Math.round(result.responseTimeMs)),
+        ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
+        ...(result.error === undefined ? {} : { error: result.error }),
+        region,
+        attempt: input.attempt
+      })]
       if (applied.changed) {
-        published.push({
-          type: "monitor.status",
-          orgId: monitor.orgId,
-          data: {
-            monitorId: input.monitorId,
-            name: monitor.name,
-            status: applied.status,
-            previousStatus: monitor.status,
-            timestamp
-          }
-        })
+        published.push(MonitorStatusEvent.make(monitor.orgId, {
+          monitorId: input.monitorId,
+          name: monitor.name,
+          status: applied.status,
+          previousStatus: monitor.status,
+          timestamp
+        }))
       }
       // Last: the publish lock is held until commit.
       yield* events.publishAll(published).pipe(Effect.provideService(SqlClient.SqlClient, sql))

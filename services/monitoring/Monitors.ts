@@ -14,6 +14,7 @@ import {
   type Monitor,
   MONITOR_DEFAULTS,
   type MonitorAssertion,
+  MonitorChangedEvent,
   type MonitorList,
   monitorRuleIssues,
   type MonitorStatus,
@@ -134,14 +135,6 @@ export const loadMonitorConfig = (
     return rows.length === 0 ? Option.none() : Option.some(toMonitorConfig(rows[0]))
   })
 
-/** The domain event published (in the same transaction) whenever a monitor is created, changed or deleted. */
-export const MONITOR_CHANGED = "monitor.changed"
-export interface MonitorChangedData {
-  readonly monitorId: string
-  readonly orgId: string
-  readonly change: "created" | "updated" | "deleted"
-}
-
 /** Heartbeats returned with a monitor fetched by id (GUIDE §6). */
 export const RECENT_HEARTBEATS = 50
 
@@ -167,6 +160,8 @@ export const toHeartbeat = (row: HeartbeatRow): Heartbeat => ({
 })
 
 type UptimeFigures = { readonly uptime24h: number; readonly uptime7d?: number; readonly uptime30d?: number }
+
+type MonitorChange = typeof MonitorChangedEvent.data.Type["change"]
 
 const sendsHttpRequest = (checkType: CheckType) => checkType === "http" || checkType === "api"
 
@@ -310,11 +305,9 @@ export class Monitors extends Context.Service<Monitors, {
               ${now}::timestamptz, ${now}::timestamptz
             )
             RETURNING *`
-          yield* publish({
-            type: MONITOR_CHANGED,
-            orgId,
-            data: { monitorId: id, orgId, change: "created" } satisfies MonitorChangedData
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change: "created" })).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
           return rows[0]
         })).pipe(Effect.orDie)
         // A new monitor has no uptime data yet.
@@ -370,7 +363,7 @@ export class Monitors extends Context.Service<Monitors, {
       })
 
       /** Applies a patch in one transaction; returns the stored result. */
-      const applyUpdate = (orgId: string, id: string, patch: UpdateMonitor, change: MonitorChangedData["change"]) =>
+      const applyUpdate = (orgId: string, id: string, patch: UpdateMonitor, change: MonitorChange) =>
         sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<MonitorRow>`
             SELECT * FROM monitors WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(Effect.orDie)
@@ -439,11 +432,10 @@ export class Monitors extends Context.Service<Monitors, {
               updated_at = ${now.toISOString()}::timestamptz
             WHERE id = ${id}
             RETURNING *`.pipe(Effect.orDie)
-          yield* publish({
-            type: MONITOR_CHANGED,
-            orgId,
-            data: { monitorId: id, orgId, change } satisfies MonitorChangedData
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change })).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql),
+            Effect.orDie
+          )
           return toMonitorConfig(updated[0])
         })).pipe(
           Effect.catchTag("SqlError", Effect.die)

@@ -2,11 +2,13 @@ import { Clock, Context, Effect, Layer, Option, Schedule, Schema, Stream } from 
 import { SqlClient, SqlSchema } from "effect/sql"
 import { Forbidden, NotFound, Unauthorized } from "../../schemas/Errors.ts"
 import {
+  ApiKeyRevokedEvent,
   type ApiKeySummary,
   ApiScope,
   type CreateApiKey,
   type CreatedApiKey,
   type Organization,
+  OrgUpdatedEvent,
   Plan,
   Role,
   scopesForRole,
@@ -153,7 +155,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
             RETURNING org_id`
           // Other runners drop their cached lookup of this key when the event arrives.
-          if (rows.length > 0) yield* publish({ type: "apikey.revoked", orgId: rows[0].org_id, data: { keyId } })
+          if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
           return rows
         })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
         if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
@@ -250,9 +252,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const events = yield* Events
       yield* events.live.pipe(
         Stream.runForEach((event) => {
-          const data = event.data as { readonly keyId?: string }
-          if (event.type === "apikey.revoked") return evict({ keyId: data.keyId })
-          if (event.type === "org.updated" && event.orgId !== null) return evict({ orgId: event.orgId })
+          const revoked = ApiKeyRevokedEvent.match(event)
+          if (Option.isSome(revoked)) return evict({ keyId: revoked.value.keyId })
+          if (Option.isSome(OrgUpdatedEvent.match(event)) && event.orgId !== null) return evict({ orgId: event.orgId })
           return Effect.void
         }),
         Effect.catchCause(() => Effect.sync(() => cache.clear())),

@@ -17,6 +17,7 @@ import { ClusterCron, Entity, EntityId, Sharding } from "effect/cluster"
 import { identity } from "effect/Function"
 import { Rpc } from "effect/rpc"
 import type { SqlError } from "effect/sql/SqlError"
+import { MonitorChangedEvent } from "../../schemas/Monitoring.ts"
 import { CheckRecorder, type MonitorSchedule } from "../../services/monitoring/CheckRecorder.ts"
 import { Checker, type CheckTarget } from "../../services/monitoring/checks/Checker.ts"
 import { currentSlot, retryFits } from "../../services/monitoring/MonitorState.ts"
@@ -542,10 +543,9 @@ export const MonitorChangeListener = Layer.effectDiscard(Effect.gen(function*() 
   }
   const listen = events.live.pipe(
     Stream.runForEach((event) => {
-      if (event.type !== "monitor.changed") return Effect.void
-      const data = event.data as { readonly monitorId?: unknown } | null
-      const monitorId = data?.monitorId
-      if (typeof monitorId !== "string" || !hostedHere(monitorId)) return Effect.void
+      const changed = MonitorChangedEvent.match(event)
+      if (Option.isNone(changed) || !hostedHere(changed.value.monitorId)) return Effect.void
+      const monitorId = changed.value.monitorId
       return makeClient(monitorId).Reload(undefined, { discard: true }).pipe(
         Effect.timeout("5 seconds"),
         Effect.ignore
