@@ -14,7 +14,7 @@ import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
-import { ClusterLive } from "./Cluster.ts"
+import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -32,7 +32,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
   )
-  const Monitoring = MonitorSchedulingLive().pipe(
+  const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)

@@ -8,7 +8,10 @@ import type { AppConfigShape } from "../services/platform/AppConfig.ts"
  * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
  * locks loses them after `shardLockExpiration`, and the survivors take them over.
  */
+export const shardsPerGroup = 300
+
 const sharding = {
+  shardsPerGroup,
   shardLockRefreshInterval: "2 seconds",
   shardLockExpiration: "8 seconds",
   runnerHealthCheckInterval: "2 seconds",

@@ -1,5 +1,5 @@
 import { Cause, Duration, Effect, Layer } from "effect"
-import { EntityId, Sharding } from "effect/cluster"
+import { EntityId, ShardId, Sharding, ShardingConfig } from "effect/cluster"
 import { CheckRecorder } from "../../services/monitoring/CheckRecorder.ts"
 import { Monitor } from "./Monitor.ts"
 import { MonitorAlarms } from "./MonitorAlarms.ts"
@@ -9,6 +9,8 @@ const STARTUP_SWEEPS = 10
 export interface MonitorSchedulingOptions {
   /** How often each runner arms the active monitors it hosts but has no alarm for. Default 10 s. */
   readonly sweepInterval?: Duration.Input | undefined
+  /** The cluster's shards per group (the sweep reads the monitors of the shards it holds). */
+  readonly shardsPerGroup?: number | undefined
 }
 
 /**
@@ -25,13 +27,25 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
     const alarms = yield* MonitorAlarms
     const interval = Duration.fromInputUnsafe(options?.sweepInterval ?? "10 seconds")
 
-    const hostedHere = (id: string) => {
+    const shardsPerGroup = options?.shardsPerGroup ?? ShardingConfig.defaults.shardsPerGroup
+    const shardOf = (id: string) => {
       const entityId = EntityId.make(id)
-      return sharding.hasShardId(sharding.getShardId(entityId, Monitor.getShardGroup(entityId)))
+      return sharding.getShardId(entityId, Monitor.getShardGroup(entityId))
     }
+    const group = shardOf("any").group
+    const allShards = Array.from({ length: shardsPerGroup }, (_, i) => i + 1)
 
     const sweep = Effect.gen(function*() {
-      const schedules = yield* recorder.activeSchedules
+      // Only the monitors of the shards this runner holds (and new ones, whose shard is
+      // recorded here for the next sweeps) are read.
+      const held = allShards.filter((id) => sharding.hasShardId(ShardId.make(group, id)))
+      const schedules = yield* recorder.activeSchedules(held, shardsPerGroup)
+      const unassigned = schedules.filter((schedule) => schedule.shard === null)
+      yield* recorder.assignShards(
+        unassigned.map((schedule) => ({ id: schedule.id, shard: shardOf(schedule.id).id })),
+        shardsPerGroup
+      )
+      const hostedHere = (id: string) => sharding.hasShardId(shardOf(id))
       for (const schedule of schedules) {
         const current = alarms.entry(schedule.id)
         // Missing, or a slot alarm for another slot than the row's (left from an earlier
