@@ -67,6 +67,12 @@ const hashSecret = sha256Hex
 
 /** How long a runner trusts a cached key lookup; revocations and plan changes evict at once. */
 const cacheTtlMillis = 30_000
+/**
+ * Keys a runner keeps looked up; beyond this the oldest lookup is dropped (insertion order,
+ * so a hit costs nothing). Effect's `Cache` was measured on this path and cost about a third
+ * of /api/v1/me's throughput (docs/decisions.md).
+ */
+const cacheCapacity = 10_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden>
@@ -221,6 +227,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           return Effect.flatMap(lookup(hash), (found) => {
             if (Option.isNone(found)) return Effect.fail(unauthorized)
             const principal = found.value
+            if (cache.size >= cacheCapacity) cache.delete(cache.keys().next().value!)
             cache.set(hash, { principal, expiresAt: now + cacheTtlMillis })
             lastUsed.set(principal.keyId, now)
             return Effect.succeed(principal)
