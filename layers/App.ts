@@ -18,11 +18,11 @@ import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
-import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
+import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
-import { ClusterLive } from "./Cluster.ts"
+import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -41,7 +41,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Events.layer)
   )
   const ObserveExtras = Layer.mergeAll(SourceMaps.layer, Performance.layer)
-  const Monitoring = MonitorSchedulingLive().pipe(
+  const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)

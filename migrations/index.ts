@@ -2,11 +2,13 @@ import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
 import observe from "./0005_observe.ts"
 import observePerformance from "./0006_observe_performance.ts"
+import monitorShards from "./0009_monitor_shards.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
   "0005_observe": observe,
-  "0006_observe_performance": observePerformance
+  "0006_observe_performance": observePerformance,
+  "0009_monitor_shards": monitorShards
 }

@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { eventType } from "./Events.ts"
 import { IsoTimestamp } from "./Monitoring.ts"
 
 /**
@@ -198,3 +199,29 @@ export type Alert = typeof Alert.Type
 
 export const AlertList = Schema.Struct({ alerts: Schema.Array(Alert), count: Schema.Int })
 export const ListAlertsQuery = Schema.Struct({ limit: limitParam, offset: offsetParam })
+
+// --- domain events -----------------------------------------------------------------------------
+
+const IssueRef = Schema.Struct({ issueId: Schema.String })
+/** A new fingerprint opened an issue. */
+export const IssueCreatedEvent = eventType("observe.issue.created", IssueRef)
+/** A new event reopened a resolved issue. */
+export const IssueRegressedEvent = eventType("observe.issue.regressed", IssueRef)
+/** Someone changed an issue's status. */
+export const IssueUpdatedEvent = eventType(
+  "observe.issue.updated",
+  Schema.Struct({ issueId: Schema.String, status: IssueStatus })
+)
+/** A spike opened (GUIDE §7): live stream, owners' e-mail, webhooks. */
+export const SpikeEvent = eventType(
+  "observe.spike",
+  Schema.Struct({
+    alertId: Schema.String,
+    scope: Schema.Literals(["organization", "issue"]),
+    issueId: Schema.NullOr(Schema.String),
+    count: Schema.Int,
+    baseline: Schema.Number,
+    threshold: Schema.Number
+  })
+)
+export type SpikeEventData = typeof SpikeEvent.data.Type

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Alert } from "../../schemas/Observe.ts"
+import { type Alert, SpikeEvent, type SpikeEventData } from "../../schemas/Observe.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { publishAll } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
@@ -13,15 +13,6 @@ import type { Spike } from "./Spikes.ts"
  * in the same transaction, listed at `/api/v1/observe/alerts`, and e-mailed to the
  * organization's owners by a durable consumer of the event (`mailOwners`).
  */
-
-export interface SpikeEventData {
-  readonly alertId: string
-  readonly scope: "organization" | "issue"
-  readonly issueId: string | null
-  readonly count: number
-  readonly baseline: number
-  readonly threshold: number
-}
 
 interface AlertRow {
   readonly id: string
@@ -74,7 +65,7 @@ export class Alerts extends Context.Service<Alerts, {
             SELECT v."alertId", ${orgId}, v."issueId", v.count, v.baseline, v.threshold, to_timestamp(${at} / 1000.0)
             FROM json_to_recordset(${JSON.stringify(events)}::json) AS v("alertId" text, "issueId" text, count int,
               baseline real, threshold real)`
-          yield* publishAll(events.map((data) => ({ type: "observe.spike", orgId, data })))
+          yield* publishAll(events.map((data) => SpikeEvent.make(orgId, data)))
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
       const list = Effect.fn("Alerts.list")(

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
 import { publishAll } from "../platform/Events.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
 import { Performance } from "./Performance.ts"
@@ -158,8 +159,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           const newIssues = upserted.filter((row) => row.inserted).map((row) => row.id)
           const regressed = upserted.filter((row) => row.regressed).map((row) => row.id)
           yield* publishAll([
-            ...newIssues.map((issueId) => ({ type: "observe.issue.created", orgId, data: { issueId } })),
-            ...regressed.map((issueId) => ({ type: "observe.issue.regressed", orgId, data: { issueId } }))
+            ...newIssues.map((issueId) => IssueCreatedEvent.make(orgId, { issueId })),
+            ...regressed.map((issueId) => IssueRegressedEvent.make(orgId, { issueId }))
           ])
           return { newIssues, regressed }
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))

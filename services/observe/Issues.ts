@@ -1,7 +1,14 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/Errors.ts"
-import type { Issue, IssueStatus, ListIssuesQuery, Release, StoredEvent } from "../../schemas/Observe.ts"
+import {
+  type Issue,
+  type IssueStatus,
+  IssueUpdatedEvent,
+  type ListIssuesQuery,
+  type Release,
+  type StoredEvent
+} from "../../schemas/Observe.ts"
 import { publish } from "../platform/Events.ts"
 
 /**
@@ -172,7 +179,7 @@ export class Issues extends Context.Service<Issues, {
             UPDATE observe_issues SET status = ${status},
               resolved_at = CASE WHEN ${status} = 'resolved' THEN coalesce(resolved_at, now()) ELSE NULL END
             WHERE id = ${id} AND org_id = ${orgId} RETURNING *`
-          if (rows.length > 0) yield* publish({ type: "observe.issue.updated", orgId, data: { issueId: id, status } })
+          if (rows.length > 0) yield* publish(IssueUpdatedEvent.make(orgId, { issueId: id, status }))
           return rows
         })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
         if (rows.length === 0) return yield* issueNotFound(id)

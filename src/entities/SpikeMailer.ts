@@ -1,5 +1,6 @@
-import { Effect, Layer } from "effect"
-import { Alerts, type SpikeEventData } from "../../services/observe/Alerts.ts"
+import { Effect, Layer, Option } from "effect"
+import { SpikeEvent } from "../../schemas/Observe.ts"
+import { Alerts } from "../../services/observe/Alerts.ts"
 import { Events } from "../../services/platform/Events.ts"
 
 /**
@@ -12,7 +13,10 @@ export const SpikeMailer = Layer.effectDiscard(Effect.gen(function*() {
   const alerts = yield* Alerts
   yield* events.consume(
     "observe.spike-mail",
-    (event) => event.orgId === null ? Effect.void : alerts.mailOwners(event.orgId, event.data as SpikeEventData),
-    { types: ["observe.spike"], from: "now" }
+    (event) => {
+      const data = SpikeEvent.match(event)
+      return event.orgId === null || Option.isNone(data) ? Effect.void : alerts.mailOwners(event.orgId, data.value)
+    },
+    { types: [SpikeEvent.type], from: "now" }
   )
 }))

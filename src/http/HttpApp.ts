@@ -17,6 +17,7 @@ import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { IngestRoute } from "./sentry/IngestRoute.ts"
 import { SentryRoutes } from "./sentry/SentryRoutes.ts"
+import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
@@ -32,7 +33,8 @@ export const HttpAppLive = Layer.mergeAll(
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   IngestRoute,
   SentryRoutes,
-  EdgeMiddleware
+  EdgeMiddleware,
+  TrustedProxiesMiddleware
 )
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })
