@@ -11,6 +11,10 @@
  * with multi-row `INSERT`s of 100 rows (`id`, `payload jsonb`), from as many concurrent
  * connections as the batched run uses: the physical floor of storing the events.
  *
+ * Each phase also reports the CPU the server process (for the baseline: this process,
+ * which builds the same JSON) and Postgres spent per event, read from /proc: on a shared
+ * machine throughput follows whatever else runs, the CPU cost per event does not.
+ *
  * Env: DURATION seconds per phase (default 10), BATCH_CONNECTIONS (default 4),
  * SINGLE_CONNECTIONS (default 64), RAW_CONNECTIONS (default = BATCH_CONNECTIONS).
  */
@@ -80,6 +84,44 @@ const makeEvent = () => {
 }
 
 // ---------------------------------------------------------------------------
+// CPU accounting (/proc): robust on a shared machine where throughput is not
+// ---------------------------------------------------------------------------
+
+/** utime + stime of a process in ms (USER_HZ 100); 0 once it is gone. */
+const cpuMs = (pid: number): number => {
+  try {
+    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  } catch {
+    return 0
+  }
+}
+
+/** CPU ms of the Postgres of `dataDir`: the postmaster and its children (backends, workers). */
+const postgresCpuMs = (dataDir: string): number => {
+  const postmaster = Number(Fs.readFileSync(Path.join(dataDir, "postmaster.pid"), "utf8").split("\n")[0])
+  let total = cpuMs(postmaster)
+  for (const entry of Fs.readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
+      if (Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === postmaster) total += cpuMs(Number(entry))
+    } catch {
+      // gone
+    }
+  }
+  return total
+}
+
+/** Runs `phase` and adds the CPU the server process and Postgres spent on it. */
+const measured = async <A>(serverPid: number, pgDir: string, phase: () => Promise<A>) => {
+  const [server0, pg0] = [cpuMs(serverPid), postgresCpuMs(pgDir)]
+  const result = await phase()
+  return { ...result, serverCpuMs: cpuMs(serverPid) - server0, pgCpuMs: postgresCpuMs(pgDir) - pg0 }
+}
+
+// ---------------------------------------------------------------------------
 // Load generator: keep-alive node:http, one request in flight per connection
 // ---------------------------------------------------------------------------
 
@@ -145,11 +187,16 @@ const drive = async (
 // Baseline: multi-row INSERTs of the same payloads into the same Postgres
 // ---------------------------------------------------------------------------
 
-const rawInserts = (databaseUrl: string, connections: number, durationSeconds: number) =>
+const rawInserts = (databaseUrl: string, pgDir: string, connections: number, durationSeconds: number) =>
   Effect.runPromise(Effect.scoped(
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       yield* sql`CREATE TABLE IF NOT EXISTS bench_raw_events (id text PRIMARY KEY, payload jsonb NOT NULL)`
+      // Open every connection first: their backends' CPU is read before the pool closes them.
+      yield* Effect.forEach(Array.from({ length: connections }), () => sql`SELECT pg_sleep(0.05)`, {
+        concurrency: connections
+      })
+      const cpu0 = { self: process.cpuUsage(), pg: postgresCpuMs(pgDir) }
       let inserted = 0
       const latencies: Array<number> = []
       const started = performance.now()
@@ -170,7 +217,14 @@ const rawInserts = (databaseUrl: string, connections: number, durationSeconds: n
           }
         }), { concurrency: connections, discard: true })
       const elapsed = (performance.now() - started) / 1000
-      return { inserted, eventsPerSecond: inserted / elapsed, latencies: latencies.sort((a, b) => a - b) }
+      const self = process.cpuUsage(cpu0.self)
+      return {
+        inserted,
+        eventsPerSecond: inserted / elapsed,
+        latencies: latencies.sort((a, b) => a - b),
+        serverCpuMs: (self.user + self.system) / 1000,
+        pgCpuMs: postgresCpuMs(pgDir) - cpu0.pg
+      }
     }).pipe(
       Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: connections }))
     )
@@ -216,38 +270,46 @@ const main = async () => {
   const ingestUrl = `${base}/api/v1/observe/ingest`
 
   await drive(ingestUrl, key, batchConnections, 100, 2) // warm-up (JIT, entity activation, issues)
-  const batched = await drive(ingestUrl, key, batchConnections, 100, seconds)
-  const single = await drive(ingestUrl, key, singleConnections, 1, seconds)
+  const pgDir = Path.join(dir, "pg")
+  const batched = await measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, batchConnections, 100, seconds))
+  const single = await measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, singleConnections, 1, seconds))
   const warmAcknowledged = await storedCount(pg.url) - batched.acknowledged - single.acknowledged
   await stop(canopy)
   const stored = await storedCount(pg.url) - warmAcknowledged
 
-  const raw = await rawInserts(pg.url, rawConnections, seconds)
+  const raw = await rawInserts(pg.url, pgDir, rawConnections, seconds)
   await Effect.runPromise(Scope.close(scope, Exit.void))
   Fs.rmSync(dir, { recursive: true, force: true })
 
   console.log(`\nObserve ingestion, ${seconds} s per phase, load generator on loopback (2-core machine)\n`)
+  const perEvent = (cpuMs: number, events: number) => events === 0 ? 0 : (cpuMs * 1000) / events
   printTable([
     {
       phase: `(a) ingest, batches of 100, ${batchConnections} conns`,
       "events/s": batched.eventsPerSecond,
       "p50 ms": percentile(batched.latencies, 50),
       "p99 ms": percentile(batched.latencies, 99),
-      "failed req": batched.failures
+      "failed req": batched.failures,
+      "server CPU µs/event": perEvent(batched.serverCpuMs, batched.acknowledged),
+      "postgres CPU µs/event": perEvent(batched.pgCpuMs, batched.acknowledged)
     },
     {
       phase: `(b) ingest, 1 event/request, ${singleConnections} conns`,
       "events/s": single.eventsPerSecond,
       "p50 ms": percentile(single.latencies, 50),
       "p99 ms": percentile(single.latencies, 99),
-      "failed req": single.failures
+      "failed req": single.failures,
+      "server CPU µs/event": perEvent(single.serverCpuMs, single.acknowledged),
+      "postgres CPU µs/event": perEvent(single.pgCpuMs, single.acknowledged)
     },
     {
       phase: `baseline: raw INSERT 100 rows, ${rawConnections} conns`,
       "events/s": raw.eventsPerSecond,
       "p50 ms": percentile(raw.latencies, 50),
       "p99 ms": percentile(raw.latencies, 99),
-      "failed req": 0
+      "failed req": 0,
+      "server CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
+      "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted)
     }
   ])
   const acknowledged = batched.acknowledged + single.acknowledged
@@ -257,6 +319,13 @@ const main = async () => {
       `(goal >= 100%, never below 50%)`
   )
   console.log(`single-event ingest: ${single.eventsPerSecond.toFixed(0)} events/s (goal >= 3000, p99 < 50 ms)`)
+  const cpuPerEvent = (phase: { serverCpuMs: number; pgCpuMs: number }, events: number) =>
+    perEvent(phase.serverCpuMs + phase.pgCpuMs, events)
+  console.log(
+    `CPU per event (server + Postgres), raw insert / batched ingest: ${
+      (100 * cpuPerEvent(raw, raw.inserted) / cpuPerEvent(batched, batched.acknowledged)).toFixed(1)
+    }% (the throughput ratio a 2-core machine of our own would allow)`
+  )
   if (stored !== acknowledged) process.exitCode = 1
 }
 

@@ -55,6 +55,8 @@ export const IngestStream = Entity.make("IngestStream", [Ingest])
 const maxEventsPerCommit = 500
 /** Commits of one organization in flight at once (their inserts overlap; counters lock late). */
 const maxCommitsInFlight = 3
+/** Pending events that justify a commit beside one already in flight. */
+const minEventsToOverlap = 200
 /** Fingerprints whose issue id is remembered; past this the memory starts over. */
 const maxKnownFingerprints = 100_000
 
@@ -168,16 +170,29 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
           // Spikes before answering: a client that saw 202 can already see the alert it caused.
           return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
         }),
-        Effect.ensuring(Effect.andThen(slots.release(1), Queue.offer(wake, undefined))),
+        Effect.ensuring(
+          Effect.sync(() => inFlight--).pipe(
+            Effect.andThen(slots.release(1)),
+            Effect.andThen(Queue.offer(wake, undefined))
+          )
+        ),
         Effect.forkIn(scope)
       )
     })
 
-    // One planner: wait for work and a free slot, then plan and start the next commit.
+    // One planner: wait for work and a free slot, then plan and start the next commit. A
+    // commit beside one in flight only for a full batch: small ones wait and grow instead.
+    let inFlight = 0
+    const pendingEvents = () => pending.reduce((sum, entry) => sum + entry.events.length, 0)
+    const worthStarting = () => pending.length > 0 && (inFlight === 0 || pendingEvents() >= minEventsToOverlap)
     yield* Queue.take(wake).pipe(
       Effect.andThen(slots.take(1)),
-      Effect.andThen(Effect.suspend(() => pending.length > 0 ? commitNext : slots.release(1))),
-      Effect.andThen(Effect.sync(() => pending.length > 0 && Queue.offerUnsafe(wake, undefined))),
+      Effect.andThen(Effect.suspend(() =>
+        worthStarting()
+          ? Effect.sync(() => inFlight++).pipe(Effect.andThen(commitNext))
+          : slots.release(1)
+      )),
+      Effect.andThen(Effect.sync(() => worthStarting() && Queue.offerUnsafe(wake, undefined))),
       Effect.forever,
       Effect.forkScoped
     )
