@@ -88,6 +88,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
     }
 
     const pending: Array<Pending> = []
+    let inFlight = 0
     const wake = yield* Queue.sliding<void>(1)
     const slots = yield* Semaphore.make(maxCommitsInFlight)
     const scope = yield* Effect.scope
@@ -132,8 +133,15 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         )
       })
 
+    /** A commit's slot is free again: the planner may start the next one. */
+    const commitDone = Effect.sync(() => inFlight--).pipe(
+      Effect.andThen(slots.release(1)),
+      Effect.andThen(Queue.offer(wake, undefined)),
+      Effect.asVoid
+    )
+
     /** Takes the next batch, plans it (lookups, sampling) and starts its commit. */
-    const commitNext = Effect.gen(function*() {
+    const commitNext = Effect.suspend(() => {
       const batch: Array<Pending> = []
       let size = 0
       while (pending.length > 0 && (batch.length === 0 || size + pending[0].events.length <= maxEventsPerCommit)) {
@@ -141,48 +149,53 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         batch.push(next)
         size += next.events.length
       }
-      const events = batch.flatMap((entry) => entry.events)
-      const unknown = [...new Set(events.flatMap((event) => event.fingerprint ?? []))]
-        .filter((fingerprint) => !known.has(fingerprint))
-      const found = yield* Effect.exit(writer.lookupIssues(orgId, unknown))
-      if (found._tag === "Failure") return yield* finish(batch, Exit.failCause(found.cause))
-      for (const row of found.value) issueIds.set(row.fingerprint, row.id)
-
-      const limit = batch[batch.length - 1].limit
-      let current = currentWindow(window, clock.now())
-      const plan = planCommit(events, issueIds, (_event, force) => {
-        const decision = decide(current, limit, force, Math.random())
-        current = decision.window
-        return decision.weight
-      })
-      window = current
-      const committed = current
-      yield* writer.write(orgId, plan, committed).pipe(
-        Effect.as(committed),
-        Effect.exit,
-        Effect.flatMap((exit) => {
-          // A created issue whose commit failed is created again by the next event of it.
-          if (exit._tag === "Failure") {
-            for (const issue of plan.issues) {
-              if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
-            }
-          }
-          // Spikes before answering: a client that saw 202 can already see the alert it caused.
-          return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
-        }),
-        Effect.ensuring(
-          Effect.sync(() => inFlight--).pipe(
-            Effect.andThen(slots.release(1)),
-            Effect.andThen(Queue.offer(wake, undefined))
-          )
-        ),
-        Effect.forkIn(scope)
+      // Whatever goes wrong while planning fails this batch's requests, not the planner.
+      return startCommit(batch).pipe(
+        Effect.catchCause((cause) => Effect.andThen(finish(batch, Exit.failCause(cause)), commitDone))
       )
     })
 
+    const startCommit = (batch: ReadonlyArray<Pending>) =>
+      Effect.gen(function*() {
+        const events = batch.flatMap((entry) => entry.events)
+        const unknown = [...new Set(events.flatMap((event) => event.fingerprint ?? []))]
+          .filter((fingerprint) => !known.has(fingerprint))
+        const found = yield* Effect.exit(writer.lookupIssues(orgId, unknown))
+        if (found._tag === "Failure") {
+          yield* finish(batch, Exit.failCause(found.cause))
+          return yield* commitDone
+        }
+        for (const row of found.value) issueIds.set(row.fingerprint, row.id)
+
+        const limit = batch[batch.length - 1].limit
+        let current = currentWindow(window, clock.now())
+        const plan = planCommit(events, issueIds, (_event, force) => {
+          const decision = decide(current, limit, force, Math.random())
+          current = decision.window
+          return decision.weight
+        })
+        window = current
+        const committed = current
+        yield* writer.write(orgId, plan, committed).pipe(
+          Effect.as(committed),
+          Effect.exit,
+          Effect.flatMap((exit) => {
+            // A created issue whose commit failed is created again by the next event of it.
+            if (exit._tag === "Failure") {
+              for (const issue of plan.issues) {
+                if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
+              }
+            }
+            // Spikes before answering: a client that saw 202 can already see the alert it caused.
+            return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
+          }),
+          Effect.ensuring(commitDone),
+          Effect.forkIn(scope)
+        )
+      })
+
     // One planner: wait for work and a free slot, then plan and start the next commit. A
     // commit beside one in flight only for a full batch: small ones wait and grow instead.
-    let inFlight = 0
     const pendingEvents = () => pending.reduce((sum, entry) => sum + entry.events.length, 0)
     const worthStarting = () => pending.length > 0 && (inFlight === 0 || pendingEvents() >= minEventsToOverlap)
     yield* Queue.take(wake).pipe(
