@@ -19,9 +19,10 @@ import type { SamplingWindow } from "./Sampling.ts"
  * and the counter rows are locked late, in one order (see `CommitPlan`).
  */
 
-const issueJson = (issue: IssueDelta, newUsers: ReadonlyMap<string, number>) => ({
+/** `ord` keeps the plan's sorted order through the join (row locks in one order). */
+const issueJson = (issue: IssueDelta, ord: number) => ({
   ...issue,
-  users: newUsers.get(issue.id) ?? 0,
+  ord,
   releases: [...issue.releases],
   environments: [...issue.environments]
 })
@@ -91,28 +92,28 @@ export class IngestWriter extends Context.Service<IngestWriter, {
                 level text, message text, ts float8, rcv float8, release text, environment text, weight real,
                 stack_id text, data json)`
           }
-          const newUsers = new Map<string, number>()
-          if (plan.users.length > 0) {
-            const seen = yield* sql<{ issue_id: string }>`
-              INSERT INTO observe_issue_users (issue_id, user_key)
-              SELECT v.issue_id, v.user_key
-              FROM json_to_recordset(${JSON.stringify(plan.users)}::json) AS v(issue_id text, user_key text)
-              ON CONFLICT DO NOTHING
-              RETURNING issue_id`
-            for (const row of seen) newUsers.set(row.issue_id, (newUsers.get(row.issue_id) ?? 0) + 1)
-          }
+          // Distinct users first (their rows lock before the issues'), counted into the issue upsert.
           const upserted = plan.issues.length === 0 ? [] : yield* sql<
             { id: string; inserted: boolean; regressed: boolean }
           >`
+            WITH seen AS (
+              INSERT INTO observe_issue_users (issue_id, user_key)
+              SELECT u.issue_id, u.user_key
+              FROM json_to_recordset(${JSON.stringify(plan.users)}::json) AS u(issue_id text, user_key text)
+              ON CONFLICT DO NOTHING
+              RETURNING issue_id
+            ), new_users AS (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id)
             INSERT INTO observe_issues AS i (id, org_id, fingerprint, title, type, culprit, level, count, users,
               first_seen, last_seen, first_release, last_release, releases, environments)
-            SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count, v.users,
+            SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count, coalesce(n.n, 0),
               to_timestamp(v.first / 1000.0), to_timestamp(v.last / 1000.0), v."firstRelease", v."lastRelease",
               v.releases, v.environments
-            FROM json_to_recordset(${JSON.stringify(plan.issues.map((issue) => issueJson(issue, newUsers)))}::json)
-              AS v(id text, fingerprint text, title text, type text, culprit text, level text, count bigint,
-                users bigint, first float8, last float8, "firstRelease" text, "lastRelease" text, releases text[],
-                environments text[])
+            FROM json_to_recordset(${JSON.stringify(plan.issues.map(issueJson))}::json)
+              AS v(id text, fingerprint text, title text, type text, culprit text, level text,
+                count bigint, first float8, last float8, "firstRelease" text, "lastRelease" text, releases text[],
+                environments text[], ord int)
+            LEFT JOIN new_users n ON n.issue_id = v.id
+            ORDER BY v.ord
             ON CONFLICT (org_id, fingerprint) DO UPDATE SET
               count = i.count + EXCLUDED.count,
               users = i.users + EXCLUDED.users,
@@ -129,8 +130,10 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END,
               regressed_at = CASE WHEN i.status = 'resolved' THEN now() ELSE i.regressed_at END
             RETURNING id, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed`
-          if (plan.releases.length > 0) {
-            yield* sql`
+          // Release counters and the sampling window; commits may finish out of order, so the
+          // window only moves forward.
+          yield* sql`
+            WITH releases AS (
               INSERT INTO observe_releases AS r (org_id, version, events, errors, spans, error_spans, new_issues,
                 first_seen, last_seen)
               SELECT ${orgId}, v.version, v.events, v.errors, v.spans, v."errorSpans", v."newIssues",
@@ -145,10 +148,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
                 error_spans = r.error_spans + EXCLUDED.error_spans,
                 new_issues = r.new_issues + EXCLUDED.new_issues,
                 first_seen = least(r.first_seen, EXCLUDED.first_seen),
-                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)`
-          }
-          // Commits may finish out of order: the window only moves forward.
-          yield* sql`
+                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)
+            )
             INSERT INTO observe_ingest_windows AS w (org_id, window_start, total, kept, previous_total)
             VALUES (${orgId}, ${window.start}, ${window.total}, ${window.kept}, ${window.previousTotal})
             ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, total = EXCLUDED.total,

@@ -54,9 +54,9 @@ export const IngestStream = Entity.make("IngestStream", [Ingest])
 /** Above this many events a commit is cut (between requests). */
 const maxEventsPerCommit = 500
 /** Commits of one organization in flight at once (their inserts overlap; counters lock late). */
-const maxCommitsInFlight = 3
+const maxCommitsInFlight = 6
 /** Pending events that justify a commit beside one already in flight. */
-const minEventsToOverlap = 200
+const minEventsToOverlap = 10
 /** Fingerprints whose issue id is remembered; past this the memory starts over. */
 const maxKnownFingerprints = 100_000
 
