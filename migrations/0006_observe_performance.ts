@@ -51,15 +51,12 @@ export default Effect.gen(function*() {
         PRIMARY KEY (org_id, bucket, name, release, environment)
       )`
   }
-  // Adds two sketches bucket by bucket, so concurrent writers merge without reading first.
+  // Adds sketch `b` (a batch's: few buckets) into `a` (a rollup's: many) bucket by bucket,
+  // touching only b's buckets, so concurrent writers merge in the upsert without reading first.
   yield* sql`
     CREATE FUNCTION latency_sketch_merge(a jsonb, b jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT coalesce(jsonb_object_agg(key, total), '{}'::jsonb)
-      FROM (
-        SELECT key, sum(value::bigint) AS total
-        FROM (SELECT * FROM jsonb_each_text(a) UNION ALL SELECT * FROM jsonb_each_text(b)) AS buckets
-        GROUP BY key
-      ) AS merged
+      SELECT a || coalesce(jsonb_object_agg(key, coalesce((a ->> key)::bigint, 0) + value::bigint), '{}'::jsonb)
+      FROM jsonb_each_text(b)
     $$`
 })

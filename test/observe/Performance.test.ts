@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Sketch from "../../services/observe/LatencySketch.ts"
 import { Performance, type SpanInput } from "../../services/observe/Performance.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 
@@ -121,6 +122,14 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Perfo
       const { sql } = yield* TestApp
       const [stored] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM spans WHERE org_id = ${org.id}`
       expect(stored.n).toBe(5000)
+      // Every rollup's sketch, merged batch after batch by concurrent transactions, holds every span.
+      for (const table of ["span_rollups_hourly", "span_rollups_daily"]) {
+        const rollups = yield* sql<{ spans: string; sketch: Sketch.LatencySketch }>`
+          SELECT span_count::text AS spans, sketch FROM ${sql(table)} WHERE org_id = ${org.id}`
+        expect(rollups.length).toBeGreaterThan(0)
+        for (const rollup of rollups) expect(Sketch.count(rollup.sketch)).toBe(Number(rollup.spans))
+        expect(rollups.reduce((sum, rollup) => sum + Number(rollup.spans), 0)).toBe(5000)
+      }
 
       const window = "from=2026-11-01T00:00:00.000Z&to=2026-11-02T23:59:59.999Z"
       const all = yield* stats(key, window)
