@@ -47,7 +47,7 @@ interface RollupGroup {
 }
 
 /** Groups spans by rollup key, sorted by key so concurrent writers lock rows in one order. */
-export const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyArray<RollupGroup> => {
+const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyArray<RollupGroup> => {
   const groups = new Map<string, RollupGroup>()
   for (const span of spans) {
     const bucket = floorTo(span.timestamp.getTime(), GRAIN_MS[grain])
@@ -82,7 +82,7 @@ const LOCK_CLASS = 60_606
  * The whole UTC days of a window (`daysFrom` … `daysTo`, exclusive) and its edge hours
  * (`start` … `daysFrom`, `daysTo` … `end`). `from` is rounded down to its hour.
  */
-export const windowPlan = (from: Date, to: Date) => {
+const windowPlan = (from: Date, to: Date) => {
   const start = floorTo(from.getTime(), HOUR_MS)
   const end = to.getTime()
   let daysFrom = Math.ceil(start / DAY_MS) * DAY_MS
