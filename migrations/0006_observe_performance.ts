@@ -34,8 +34,8 @@ export default Effect.gen(function*() {
   yield* sql`CREATE INDEX spans_trace_idx ON spans (org_id, trace_id)`
   // One row per organization, UTC hour (or day), span name, release and environment ('' when
   // unset). `sketch` maps log-bucket index → count (see services/observe/LatencySketch.ts).
-  // Statistics read whole days from the daily table and the hours at a window's edges from
-  // the hourly one.
+  // Ingest writes hourly rows; a closed day is folded into daily rows once, when statistics
+  // first need it (see services/observe/Performance.ts).
   for (const table of ["span_rollups_hourly", "span_rollups_daily"]) {
     yield* sql`
       CREATE TABLE ${sql(table)} (
@@ -51,15 +51,23 @@ export default Effect.gen(function*() {
         PRIMARY KEY (org_id, bucket, name, release, environment)
       )`
   }
-  // Adds two sketches bucket by bucket, so concurrent writers merge without reading first.
+  // The closed days of an organization already folded into `span_rollups_daily`.
+  yield* sql`
+    CREATE TABLE span_days_compacted (
+      org_id text NOT NULL REFERENCES organizations (id) ON DELETE CASCADE,
+      day timestamptz NOT NULL,
+      PRIMARY KEY (org_id, day)
+    )`
+  // Adds sketch `b` (a batch's: few buckets) into `a` (a rollup's: many) bucket by bucket,
+  // touching only b's buckets, so concurrent writers merge in the upsert without reading first.
   yield* sql`
     CREATE FUNCTION latency_sketch_merge(a jsonb, b jsonb) RETURNS jsonb
     LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-      SELECT coalesce(jsonb_object_agg(key, total), '{}'::jsonb)
-      FROM (
-        SELECT key, sum(value::bigint) AS total
-        FROM (SELECT * FROM jsonb_each_text(a) UNION ALL SELECT * FROM jsonb_each_text(b)) AS buckets
-        GROUP BY key
-      ) AS merged
+      SELECT a || coalesce(jsonb_object_agg(key, coalesce((a ->> key)::bigint, 0) + value::bigint), '{}'::jsonb)
+      FROM jsonb_each_text(b)
     $$`
+  yield* sql`
+    CREATE AGGREGATE latency_sketch_sum(jsonb) (
+      SFUNC = latency_sketch_merge, STYPE = jsonb, INITCOND = '{}'
+    )`
 })

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LatencyDay, PerformanceStats } from "../../schemas/Performance.ts"
@@ -47,7 +47,7 @@ interface RollupGroup {
 }
 
 /** Groups spans by rollup key, sorted by key so concurrent writers lock rows in one order. */
-export const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyArray<RollupGroup> => {
+const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyArray<RollupGroup> => {
   const groups = new Map<string, RollupGroup>()
   for (const span of spans) {
     const bucket = floorTo(span.timestamp.getTime(), GRAIN_MS[grain])
@@ -69,10 +69,20 @@ export const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): Rea
 }
 
 /**
- * Which rollups answer a window: whole UTC days from the daily table, the hours before the
- * first and after the last whole day from the hourly one. `from` is rounded down to its hour.
+ * A day may be folded into daily rollups once it ended this long ago. Writers treat a day as
+ * possibly folded already once it ended half as long ago, so clock skew between runners and
+ * long transactions stay covered.
  */
-export const windowPlan = (from: Date, to: Date) => {
+const COMPACT_AFTER_MS = 2 * HOUR_MS
+const WRITER_MARGIN_MS = HOUR_MS
+/** Advisory lock (class, hashtext(org)): writers of closed days hold it shared, folding exclusively. */
+const LOCK_CLASS = 60_606
+
+/**
+ * The whole UTC days of a window (`daysFrom` … `daysTo`, exclusive) and its edge hours
+ * (`start` … `daysFrom`, `daysTo` … `end`). `from` is rounded down to its hour.
+ */
+const windowPlan = (from: Date, to: Date) => {
   const start = floorTo(from.getTime(), HOUR_MS)
   const end = to.getTime()
   let daysFrom = Math.ceil(start / DAY_MS) * DAY_MS
@@ -89,14 +99,18 @@ const iso = (ms: number) => new Date(ms).toISOString()
  * Spans, their hourly and daily rollups with latency sketches, and the statistics served
  * from them.
  *
- * Raw spans are kept for traces; statistics never read them: a window costs its whole days
- * (one daily row per name × release × environment) plus at most 46 edge hours, merged per
- * day inside Postgres.
+ * Raw spans are kept for traces; statistics never read them. Ingest writes hourly rollups
+ * only (small sketches, cheap upserts). A day that has closed is folded into daily rows the
+ * first time statistics need it (`span_days_compacted` remembers which), so a window costs
+ * one daily row per name × release × environment for each closed day, plus the hours of
+ * open days and edges. A late span for a folded day updates its daily row too, under an
+ * advisory lock that keeps it from racing the fold.
  */
 export class Performance extends Context.Service<Performance, {
   /**
    * Writes spans and folds them into the rollups, in the caller's transaction (the ingest
-   * group commit): three statements whatever the number of spans.
+   * group commit): two statements whatever the number of spans (four when some belong to
+   * days that have closed).
    */
   recordSpans(
     orgId: string,
@@ -117,6 +131,9 @@ export class Performance extends Context.Service<Performance, {
       ) => {
         const groups = rollupGroups(spans, grain)
         const table = sql(`span_rollups_${grain}`)
+        // Daily rows exist only for folded days; other days stay hourly until folded.
+        const onlyFolded = grain === "hourly" ? sql.literal("") : sql`
+          WHERE EXISTS (SELECT 1 FROM span_days_compacted c WHERE c.org_id = ${orgId} AND c.day = b::timestamptz)`
         return sql`
           INSERT INTO ${table} AS r
             (org_id, bucket, name, release, environment, span_count, error_count, duration_sum, sketch)
@@ -131,6 +148,7 @@ export class Performance extends Context.Service<Performance, {
             ${groups.map((group) => group.durationSum)}::float8[],
             ${groups.map((group) => JSON.stringify(group.sketch))}::text[]
           ) AS v(b, n, rel, env, c, ec, ds, sk)
+          ${onlyFolded}
           ON CONFLICT (org_id, bucket, name, release, environment) DO UPDATE SET
             span_count = r.span_count + excluded.span_count,
             error_count = r.error_count + excluded.error_count,
@@ -144,6 +162,13 @@ export class Performance extends Context.Service<Performance, {
           // The caller's client, so the statements join its transaction. Unset optional text
           // travels as '' (the driver cannot type an array of nulls) and is stored as NULL.
           const sql = yield* SqlClient.SqlClient
+          const now = yield* Clock.currentTimeMillis
+          const closed = spans.filter((span) =>
+            floorTo(span.timestamp.getTime(), DAY_MS) + DAY_MS <= now - WRITER_MARGIN_MS
+          )
+          if (closed.length > 0) {
+            yield* sql`SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS}, hashtext(${orgId}))`
+          }
           yield* sql`
             INSERT INTO spans
               (org_id, trace_id, span_id, parent_id, name, duration_ms, is_error, started_at, release, environment)
@@ -160,26 +185,75 @@ export class Performance extends Context.Service<Performance, {
               ${spans.map((span) => span.environment ?? "")}::text[]
             ) AS v(t, s, p, n, d, e, a, r, v)`
           yield* upsertRollups(sql, orgId, spans, "hourly")
-          yield* upsertRollups(sql, orgId, spans, "daily")
+          if (closed.length > 0) yield* upsertRollups(sql, orgId, closed, "daily")
         })
+
+      /**
+       * Folds the window's closed days into daily rows (once per day). They are the window's
+       * first whole days, so the result is where they end: `[plan.daysFrom, foldedTo)`.
+       */
+      const foldClosedDays = Effect.fn("Performance.foldClosedDays")(function*(
+        orgId: string,
+        plan: ReturnType<typeof windowPlan>
+      ) {
+        const sql = ownSql
+        const now = yield* Clock.currentTimeMillis
+        const closed: Array<number> = []
+        for (let day = plan.daysFrom; day < plan.daysTo && day + DAY_MS <= now - COMPACT_AFTER_MS; day += DAY_MS) {
+          closed.push(day)
+        }
+        const foldedTo = plan.daysFrom + closed.length * DAY_MS
+        if (closed.length === 0) return foldedTo
+        const folded = Effect.map(
+          sql<{ day: Date }>`
+            SELECT day FROM span_days_compacted WHERE org_id = ${orgId}
+              AND day >= ${iso(plan.daysFrom)}::timestamptz AND day < ${iso(foldedTo)}::timestamptz`,
+          (rows) => new Set(rows.map((row) => row.day.getTime()))
+        )
+        const done = yield* folded
+        const missing = closed.filter((day) => !done.has(day))
+        if (missing.length === 0) return foldedTo
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${orgId}))`
+          // Another request may have folded some of them meanwhile.
+          const foldedMeanwhile = yield* folded
+          const days = missing.filter((day) => !foldedMeanwhile.has(day)).map(iso).join(",")
+          if (days === "") return
+          yield* sql`
+            INSERT INTO span_rollups_daily
+              (org_id, bucket, name, release, environment, span_count, error_count, duration_sum, sketch)
+            SELECT org_id, date_trunc('day', bucket, 'UTC'), name, release, environment,
+              sum(span_count), sum(error_count), sum(duration_sum), latency_sketch_sum(sketch)
+            FROM span_rollups_hourly
+            JOIN (SELECT unnest(string_to_array(${days}, ','))::timestamptz AS day) AS todo
+              ON bucket >= todo.day AND bucket < todo.day + interval '24 hours'
+            WHERE org_id = ${orgId}
+            GROUP BY org_id, 2, name, release, environment`
+          yield* sql`
+            INSERT INTO span_days_compacted (org_id, day)
+            SELECT ${orgId}, day::timestamptz FROM unnest(string_to_array(${days}, ',')) AS day`
+        }))
+        return foldedTo
+      })
 
       const stats = Effect.fn("Performance.stats")(function*(orgId: string, filter: StatsFilter) {
         const sql = ownSql
         const plan = windowPlan(filter.from, filter.to)
+        const foldedTo = iso(yield* foldClosedDays(orgId, plan))
+        const daysFrom = iso(plan.daysFrom)
         const matches = sql`
           org_id = ${orgId}
           ${filter.name === undefined ? sql.literal("") : sql`AND name = ${filter.name}`}
           ${filter.release === undefined ? sql.literal("") : sql`AND release = ${filter.release}`}
           ${filter.environment === undefined ? sql.literal("") : sql`AND environment = ${filter.environment}`}`
-        const [start, end, daysFrom, daysTo] = [plan.start, plan.end, plan.daysFrom, plan.daysTo].map(iso)
+        const [start, end] = [plan.start, plan.end].map(iso)
         const rollups = sql`
           SELECT bucket, span_count, error_count, duration_sum, sketch FROM span_rollups_daily
-          WHERE ${matches} AND bucket >= ${daysFrom}::timestamptz AND bucket < ${daysTo}::timestamptz
+          WHERE ${matches} AND bucket >= ${daysFrom}::timestamptz AND bucket < ${foldedTo}::timestamptz
           UNION ALL
           SELECT bucket, span_count, error_count, duration_sum, sketch FROM span_rollups_hourly
-          WHERE ${matches} AND (
-            (bucket >= ${start}::timestamptz AND bucket < ${daysFrom}::timestamptz)
-            OR (bucket >= ${daysTo}::timestamptz AND bucket <= ${end}::timestamptz))`
+          WHERE ${matches} AND bucket >= ${start}::timestamptz AND bucket <= ${end}::timestamptz
+            AND NOT (bucket >= ${daysFrom}::timestamptz AND bucket < ${foldedTo}::timestamptz)`
         const day = sql.literal(`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD')`)
         // Rows travel whole and their sketches merge here: cheaper than expanding every
         // bucket in SQL (measured by bench/performance.ts).

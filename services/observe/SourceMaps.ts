@@ -234,16 +234,15 @@ export class SourceMaps extends Context.Service<SourceMaps, {
           const names = yield* namesOf(orgId, release)
           if (names.size === 0) return frames
           const maps = new Map<string, TraceMap | undefined>()
-          const idOf = (frame: Frame) => {
-            for (const file of [frame.abs_path, frame.filename]) {
-              if (file === undefined) continue
-              for (const candidate of nameCandidates(file)) {
-                const id = names.get(candidate)
-                if (id !== undefined) return id
-              }
-            }
-            return undefined
+          // The frames of one event mostly share a file: match each file once.
+          const byFile = new Map<string, string | undefined>()
+          const idOfFile = (file: string) => {
+            if (!byFile.has(file)) byFile.set(file, nameCandidates(file).map((name) => names.get(name)).find(Boolean))
+            return byFile.get(file)
           }
+          const idOf = (frame: Frame) =>
+            (frame.abs_path === undefined ? undefined : idOfFile(frame.abs_path)) ??
+              (frame.filename === undefined ? undefined : idOfFile(frame.filename))
           const ids = frames.map(idOf)
           for (const id of ids) {
             if (id !== undefined && !maps.has(id)) maps.set(id, yield* mapOf(orgId, id))

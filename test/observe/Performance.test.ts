@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Sketch from "../../services/observe/LatencySketch.ts"
 import { Performance, type SpanInput } from "../../services/observe/Performance.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 
@@ -121,7 +122,6 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Perfo
       const { sql } = yield* TestApp
       const [stored] = yield* sql<{ n: number }>`SELECT count(*)::int AS n FROM spans WHERE org_id = ${org.id}`
       expect(stored.n).toBe(5000)
-
       const window = "from=2026-11-01T00:00:00.000Z&to=2026-11-02T23:59:59.999Z"
       const all = yield* stats(key, window)
       expect(all.status, JSON.stringify(all.body)).toBe(200)
@@ -170,6 +170,30 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Perfo
       // Another organization sees none of it.
       const other = yield* newOrg()
       expect((yield* stats(other.key, window)).body.totalSpans).toBe(0)
+
+      // Both days have closed, so statistics folded them into daily rollups; late spans for
+      // a folded day still count, through the hourly and the daily rows.
+      const [folded] = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM span_days_compacted WHERE org_id = ${org.id}`
+      expect(folded.n).toBe(2)
+      const late = spanSet(300, { day: "2026-11-01", name: "GET /cart", errorEvery: 3, seed: 6 })
+      yield* record(org.id, late, 100)
+      const everything = [...checkout, ...cart, ...lateCheckout, ...late]
+      expectStatsOf((yield* stats(key, window)).body, everything)
+      expectStatsOf(
+        (yield* stats(key, "from=2026-11-01T00:00:00Z&to=2026-11-01T05:59:59Z")).body,
+        everything
+          .filter((span) => span.timestamp.getTime() < Date.parse("2026-11-01T06:00:00Z"))
+      )
+
+      // Every rollup's sketch, merged batch after batch by concurrent transactions, holds every span.
+      for (const table of ["span_rollups_hourly", "span_rollups_daily"]) {
+        const rollups = yield* sql<{ spans: string; sketch: Sketch.LatencySketch }>`
+          SELECT span_count::text AS spans, sketch FROM ${sql(table)} WHERE org_id = ${org.id}`
+        expect(rollups.length).toBeGreaterThan(0)
+        for (const rollup of rollups) expect(Sketch.count(rollup.sketch)).toBe(Number(rollup.spans))
+        expect(rollups.reduce((sum, rollup) => sum + Number(rollup.spans), 0)).toBe(everything.length)
+      }
     }))
 
   it.effect("defaults to the last seven days", () =>
