@@ -1,6 +1,7 @@
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { ValidationError } from "../../../schemas/Errors.ts"
 import { PerformanceQuery, PerformanceStats } from "../../../schemas/Performance.ts"
+import { docs } from "./OpenApiDocs.ts"
 import { Authentication, RequiredScope } from "./Security.ts"
 
 /** Performance statistics over ingested spans (spec "Performance statistics"): scope `status:read`. */
@@ -9,5 +10,10 @@ export class PerformanceApi extends HttpApiGroup.make("performance").add(
     query: PerformanceQuery,
     success: PerformanceStats,
     error: ValidationError
-  }).annotate(RequiredScope, "status:read")
+  }).annotate(RequiredScope, "status:read").annotateMerge(
+    docs(
+      "Performance statistics",
+      "Average and p95 latency (ms), span count, error rate (0..1) and daily history of ingested spans, filtered by `from`, `to`, `release`, `environment` and `name`. Scope `status:read`."
+    )
+  )
 ).middleware(Authentication) {}

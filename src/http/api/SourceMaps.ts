@@ -3,6 +3,7 @@ import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import * as Multipart from "effect/http/Multipart"
 import { NotFound, ValidationError } from "../../../schemas/Errors.ts"
 import { ListSourceMapsQuery, PayloadTooLarge, SourceMapList, SourceMapRecord } from "../../../schemas/SourceMaps.ts"
+import { docs } from "./OpenApiDocs.ts"
 import { Authentication, RequiredScope } from "./Security.ts"
 
 /** The upload form (spec "Observe"): read part by part, so the map is never on disk twice. */
@@ -21,19 +22,30 @@ export class SourceMapsApi extends HttpApiGroup.make("sourceMaps").add(
     payload: UploadForm,
     success: SourceMapRecord.annotate({ httpApiStatus: 201 }),
     error: [ValidationError, PayloadTooLarge]
-  }).annotate(RequiredScope, "observe:ingest"),
+  }).annotate(RequiredScope, "observe:ingest").annotateMerge(
+    docs(
+      "Upload a source map",
+      "Multipart `file` (a source map, up to 50 MiB), `release` and `name` (the minified file's URL or path); replaces the map of the same release and name. Scope `observe:ingest`."
+    )
+  ),
   HttpApiEndpoint.get("list", "/", {
     query: ListSourceMapsQuery,
     success: SourceMapList
-  }).annotate(RequiredScope, "observe:read"),
+  }).annotate(RequiredScope, "observe:read").annotateMerge(
+    docs("List source maps", "The organization's uploaded source maps, newest first. Scope `observe:read`.")
+  ),
   HttpApiEndpoint.get("get", "/:id", {
     params: { id: Schema.String },
     success: SourceMapRecord,
     error: NotFound
-  }).annotate(RequiredScope, "observe:read"),
+  }).annotate(RequiredScope, "observe:read").annotateMerge(
+    docs("Read a source map record", "One uploaded map's record (id, filename, release, size). Scope `observe:read`.")
+  ),
   HttpApiEndpoint.delete("remove", "/:id", {
     params: { id: Schema.String },
     success: HttpApiSchema.NoContent,
     error: NotFound
-  }).annotate(RequiredScope, "observe:ingest")
+  }).annotate(RequiredScope, "observe:ingest").annotateMerge(
+    docs("Delete a source map", "Frames of its release are no longer symbolicated with it. Scope `observe:ingest`.")
+  )
 ).prefix("/api/v1/observe/sourcemaps").middleware(Authentication) {}
