@@ -1,4 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
+import { dsnsFor } from "../../src/http/sentry/Dsn.ts"
 import { EnvelopeError, fromSentryItem, parseEnvelope } from "../../src/http/sentry/SentryProtocol.ts"
 
 const encode = (text: string) => new TextEncoder().encode(text)
@@ -90,5 +91,14 @@ describe("Sentry protocol", () => {
       }
     ])
     expect(spans.every((span) => span.level === "span" && span.release === "1.0")).toBe(true)
+  })
+
+  it("builds both DSNs from BASE_URL (keeping a path prefix), none without an absolute BASE_URL", () => {
+    const org = { slug: "acme", projectId: 7 }
+    expect(dsnsFor("https://canopy.example.com/errors/", "cnp_k", org)).toEqual({
+      dsn: "https://cnp_k@canopy.example.com/errors/acme",
+      sentryDsn: "https://cnp_k@canopy.example.com/errors/7"
+    })
+    expect(dsnsFor("/", "cnp_k", org)).toEqual({})
   })
 })
