@@ -1,6 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { createServer } from "node:http"
+import { Incidents } from "../services/incidents/Incidents.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
@@ -28,6 +29,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
+    Layer.provideMerge(Incidents.layer),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
