@@ -22,3 +22,18 @@ export const StatusSummary = Schema.Struct({
   }))
 })
 export type StatusSummary = typeof StatusSummary.Type
+
+/** Status of one component (GUIDE §6): the same values as the overall status. */
+export const ComponentStatus = OverallStatus
+export type ComponentStatus = OverallStatus
+
+/** Widget data (spec "Widget data"): `uptime` is the 30-day figure; CORS enabled. */
+export const Widget = Schema.Struct({
+  status: OverallStatus,
+  uptime: Schema.Number,
+  monitors: Schema.Int,
+  incidents: Schema.Int,
+  /** The newest heartbeat or incident change (ISO 8601). */
+  lastUpdated: Schema.String
+})
+export type Widget = typeof Widget.Type
