@@ -37,3 +37,17 @@ export const Widget = Schema.Struct({
   lastUpdated: Schema.String
 })
 export type Widget = typeof Widget.Type
+
+export const BadgeStyle = Schema.Literals(["flat", "flat-square", "plastic", "for-the-badge"])
+export type BadgeStyle = typeof BadgeStyle.Type
+
+export const BadgePeriod = Schema.Literals(["24h", "7d", "30d"])
+export type BadgePeriod = typeof BadgePeriod.Type
+
+/** `GET /api/v1/badge/{slug}/{monitorId}` query (GUIDE §6); an unknown style is a 400. */
+export const BadgeQuery = Schema.Struct({
+  style: Schema.optional(BadgeStyle),
+  label: Schema.optional(Schema.String.check(Schema.isMaxLength(100))),
+  period: Schema.optional(BadgePeriod)
+})
+export type BadgeQuery = typeof BadgeQuery.Type

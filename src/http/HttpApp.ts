@@ -12,6 +12,7 @@ import { OrgHandlers } from "./handlers/Org.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
+import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
@@ -27,8 +28,12 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
 export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
+  PublicStatusRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )
 
-export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })
+export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
+  // The status page shares the API's per-IP limits (one memoized instance).
+  Layer.provide(PublicRateLimit.layer)
+)
