@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/Errors.ts"
-import type { IncidentSeverity } from "../../schemas/Incidents.ts"
+import type { Incident, IncidentSeverity } from "../../schemas/Incidents.ts"
 import type { OverallStatus, StatusSummary as Summary, Widget } from "../../schemas/Status.ts"
 import { type ActiveIncident, Incidents } from "../incidents/Incidents.ts"
 import { roundUptime } from "../monitoring/Monitors.ts"
@@ -65,6 +65,14 @@ export interface PublicMonitorUptime {
   readonly uptime: number | null
 }
 
+/** The incidents a public status page shows, each with its timeline, newest first. */
+export interface PublicIncidents {
+  /** Every unresolved incident (maintenance included). */
+  readonly active: ReadonlyArray<Incident>
+  /** The most recent resolved ones. */
+  readonly past: ReadonlyArray<Incident>
+}
+
 /** The organization a public slug names. */
 export interface PublicOrganization {
   readonly id: string
@@ -90,6 +98,8 @@ export class StatusSummary extends Context.Service<StatusSummary, {
   get(slug: string): Effect.Effect<Summary, NotFound>
   forOrganization(orgId: string): Effect.Effect<Summary>
   widget(slug: string): Effect.Effect<Widget, NotFound>
+  /** Active incidents and the `pastLimit` (1–100, default 20) latest resolved ones. */
+  incidents(orgId: string, pastLimit?: number): Effect.Effect<PublicIncidents>
   /** A monitor of the organization (active or paused) and its uptime over `window`. */
   monitorUptime(slug: string, monitorId: string, window: UptimeWindow): Effect.Effect<PublicMonitorUptime, NotFound>
 }>()("canopy/status/StatusSummary") {
@@ -195,7 +205,22 @@ export class StatusSummary extends Context.Service<StatusSummary, {
         }
       )
 
-      return StatusSummary.of({ organization, get, forOrganization, widget, monitorUptime })
+      const publicIncidents = Effect.fn("StatusSummary.incidents")(function*(orgId: string, pastLimit = 20) {
+        const [active, past] = yield* Effect.all([
+          incidents.list(orgId, { unresolved: true, limit: 100 }),
+          incidents.list(orgId, { status: "resolved", limit: pastLimit })
+        ])
+        return { active: active.incidents, past: past.incidents }
+      })
+
+      return StatusSummary.of({
+        organization,
+        get,
+        forOrganization,
+        widget,
+        incidents: publicIncidents,
+        monitorUptime
+      })
     })
   )
 }

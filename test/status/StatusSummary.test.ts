@@ -1,9 +1,9 @@
 import { expect, layer } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { accountInterval } from "../../services/monitoring/Uptime.ts"
-import { componentStatus, countMonitors, overallStatus } from "../../services/status/StatusSummary.ts"
+import { componentStatus, countMonitors, overallStatus, StatusSummary } from "../../services/status/StatusSummary.ts"
 import { eventually } from "../support/wait.ts"
 import { call, insertMonitor, newOrg, TestApp, TestAppLive } from "./fixtures.ts"
 
@@ -189,6 +189,25 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Statu
       expect(uptime.day).toBe(100)
       expect(uptime.week).toBeCloseTo((72 / 73) * 100, 1)
       expect(uptime.month).toBeCloseTo((72 / 73) * 100, 1)
+    }))
+
+  it.effect("the incidents a public page shows: every unresolved one and the latest resolved", () =>
+    Effect.gen(function*() {
+      const { key, orgId } = yield* newOrg("sum")
+      const maintenance = yield* openIncident(key, "maintenance", "monitoring")
+      const old = yield* openIncident(key, "minor")
+      const major = yield* openIncident(key, "major", "identified")
+      yield* call(`/api/v1/incidents/${old}`, {
+        method: "PATCH",
+        token: key,
+        body: { status: "resolved", message: "ok" }
+      })
+      const { context } = yield* TestApp
+      const summary = Context.get(context as Context.Context<StatusSummary>, StatusSummary)
+      const shown = yield* summary.incidents(orgId)
+      expect(shown.active.map((i) => i.id)).toEqual([major, maintenance])
+      expect(shown.past.map((i) => [i.id, i.updates.length])).toEqual([[old, 2]])
+      expect((yield* summary.incidents(orgId, 0)).past).toHaveLength(1)
     }))
 
   it.effect("an unknown slug is a 404", () =>
