@@ -7,7 +7,6 @@
  * (`X-Forwarded-For`), as a status page's visitors do, so the per-IP limits do not cut in.
  * Env: DURATION (seconds per endpoint, default 5), CONNECTIONS (default 20).
  */
-import autocannon from "autocannon"
 import { Effect, Exit, Redacted, Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -15,7 +14,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Database } from "../services/platform/Database.ts"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { freePort, type LoadResult, printTable, startProcess, stop } from "./support.ts"
+import { freePort, load, type LoadResult, printTable, startProcess, stop } from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 5)
 const connections = Number(process.env.CONNECTIONS ?? 20)
@@ -24,33 +23,7 @@ const MONITORS = 50
 const COMPONENTS = 10
 const INCIDENTS = 100
 
-/** autocannon with a new client address on every request. */
-const loadFromManyClients = (url: string) =>
-  new Promise<LoadResult>((resolve, reject) => {
-    let client = 0
-    autocannon({
-      url,
-      duration: seconds,
-      connections,
-      pipelining: 1,
-      requests: [{
-        setupRequest: (request) => {
-          client++
-          const forwarded = `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`
-          return { ...request, headers: { ...request.headers, "x-forwarded-for": forwarded } }
-        }
-      }]
-    }, (error, result) => {
-      if (error) return reject(error)
-      resolve({
-        requestsPerSecond: result.requests.average,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        non2xx: result.non2xx,
-        errors: result.errors
-      })
-    })
-  })
+const loadFromManyClients = (url: string) => load(url, { seconds, connections, manyClients: true })
 
 const main = async () => {
   const scope = Effect.runSync(Scope.make())

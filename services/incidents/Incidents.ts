@@ -18,9 +18,9 @@ import {
   type UpdateIncident
 } from "../../schemas/Incidents.ts"
 import { type FieldIssue, monitorValidationError } from "../../schemas/Monitoring.ts"
-import { distinctIds, foreignMonitorIssues } from "../monitoring/OwnedMonitors.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { foreignMonitorIssues, replaceMonitorLinks } from "./MonitorLinks.ts"
 
 interface IncidentRow {
   readonly id: string
@@ -123,15 +123,7 @@ export class Incidents extends Context.Service<Incidents, {
           : foreignMonitorIssues(orgId, "affectedMonitors", ids)
 
       const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
-        Effect.gen(function*() {
-          yield* sql`DELETE FROM incident_monitors WHERE incident_id = ${id}`
-          const distinct = distinctIds(ids)
-          if (distinct.length === 0) return
-          const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
-          yield* sql`
-            INSERT INTO incident_monitors (incident_id, monitor_id, position)
-            SELECT ${id}, r."monitorId", r.position FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
-        })
+        replaceMonitorLinks({ table: "incident_monitors", ownerColumn: "incident_id" }, id, ids)
 
       const insertUpdate = (incidentId: string, status: IncidentStatus, message: string, at: Date) =>
         Effect.gen(function*() {
