@@ -92,24 +92,30 @@ export class Incidents extends Context.Service<Incidents, {
       const iso = (column: string) =>
         sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
 
-      /** Incidents with their timeline and affected monitors, in one query. */
+      /**
+       * Incidents with their timeline and affected monitors, in one query. The page is cut
+       * first, so only its rows have their timelines aggregated; `total` counts every match.
+       */
       const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
         sql<IncidentRow & { readonly total: number | string }>`
-          SELECT i.id, i.title, i.description, i.status, i.severity, i.created_at, i.updated_at, i.resolved_at,
-            count(*) OVER () AS total,
+          WITH page AS (
+            SELECT i.*, count(*) OVER () AS total FROM incidents i
+            WHERE ${where}
+            ORDER BY i.created_at DESC, i.seq DESC
+            ${tail}
+          )
+          SELECT p.id, p.title, p.description, p.status, p.severity, p.created_at, p.updated_at, p.resolved_at, p.total,
             coalesce((
               SELECT json_agg(json_build_object(
                 'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso("u.created_at")}
               ) ORDER BY u.seq)
-              FROM incident_updates u WHERE u.incident_id = i.id
+              FROM incident_updates u WHERE u.incident_id = p.id
             ), '[]'::json) AS updates,
             coalesce((
-              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = i.id
+              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = p.id
             ), '[]'::json) AS affected_monitors
-          FROM incidents i
-          WHERE ${where}
-          ORDER BY i.created_at DESC, i.seq DESC
-          ${tail}`
+          FROM page p
+          ORDER BY p.created_at DESC, p.seq DESC`
 
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
