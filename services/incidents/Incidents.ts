@@ -220,6 +220,8 @@ export class Incidents extends Context.Service<Incidents, {
         const at = yield* now
         return yield* inTransaction(Effect.gen(function*() {
           const current = yield* lock(orgId, id)
+          // An empty body changes nothing: no write, no event.
+          if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
           const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
           const statusChanges = patch.status !== undefined && patch.status !== current.status
           if (statusChanges && patch.message === undefined) {
