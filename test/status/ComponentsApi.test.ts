@@ -89,6 +89,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Compo
       expectInvalid(yield* post({}), "body.name")
       expectInvalid(yield* post({ name: " " }), "body.name")
       expectInvalid(yield* post({ name: "x".repeat(101) }), "body.name")
+      expectInvalid(yield* post({ name: "x", description: "x".repeat(1001) }), "body.description")
+      expectInvalid(
+        yield* post({ name: "x", monitorIds: Array.from({ length: 101 }, (_, i) => `mon_${i}`) }),
+        "body.monitorIds"
+      )
       expectInvalid(yield* post({ name: "x", position: -1 }), "body.position")
       expectInvalid(yield* post({ name: "x", position: 1.5 }), "body.position")
       expectInvalid(yield* post({ name: "x", monitorIds: [mine, foreign] }), "body.monitorIds.1")
