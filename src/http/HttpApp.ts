@@ -4,18 +4,22 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { ComponentsHandlers } from "./handlers/Components.ts"
+import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
+import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide([IncidentsHandlers, ComponentsHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )
@@ -24,8 +28,12 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
 export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
+  PublicStatusRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )
 
-export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })
+export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
+  // The status page shares the API's per-IP limits (one memoized instance).
+  Layer.provide(PublicRateLimit.layer)
+)

@@ -1,6 +1,8 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { ComponentsApi } from "./Components.ts"
+import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
@@ -16,6 +18,8 @@ const Endpoints = HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  .add(IncidentsApi)
+  .add(ComponentsApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
