@@ -6,6 +6,8 @@ import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
+import { Performance } from "../services/observe/Performance.ts"
+import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
@@ -35,6 +37,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
   )
+  const ObserveExtras = Layer.mergeAll(SourceMaps.layer, Performance.layer)
   const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),
@@ -45,6 +48,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
   return Layer.mergeAll(Http, Entities).pipe(
+    Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

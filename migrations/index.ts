@@ -1,6 +1,7 @@
 import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
 import incidents from "./0003_incidents.ts"
+import observePerformance from "./0006_observe_performance.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -8,5 +9,6 @@ export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
   "0003_incidents": incidents,
+  "0006_observe_performance": observePerformance,
   "0009_monitor_shards": monitorShards
 }

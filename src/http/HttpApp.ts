@@ -9,7 +9,9 @@ import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
+import { PerformanceHandlers } from "./handlers/Performance.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
+import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
 import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
@@ -20,6 +22,7 @@ import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
   Layer.provide([IncidentsHandlers, ComponentsHandlers]),
+  Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

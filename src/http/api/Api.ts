@@ -7,6 +7,8 @@ import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
+import { PerformanceApi } from "./Performance.ts"
+import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
@@ -20,6 +22,8 @@ const Endpoints = HttpApi.make("canopy")
   .add(StatusApi)
   .add(IncidentsApi)
   .add(ComponentsApi)
+  .add(SourceMapsApi)
+  .add(PerformanceApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
