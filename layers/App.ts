@@ -1,6 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { createServer } from "node:http"
+import { Incidents } from "../services/incidents/Incidents.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
@@ -16,6 +17,7 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
+import { Components } from "../services/status/Components.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
@@ -36,6 +38,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)

@@ -1,5 +1,6 @@
 import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
+import incidents from "./0003_incidents.ts"
 import observe from "./0005_observe.ts"
 import observePerformance from "./0006_observe_performance.ts"
 import monitorShards from "./0009_monitor_shards.ts"
@@ -8,6 +9,7 @@ import monitorShards from "./0009_monitor_shards.ts"
 export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
+  "0003_incidents": incidents,
   "0005_observe": observe,
   "0006_observe_performance": observePerformance,
   "0009_monitor_shards": monitorShards

@@ -4,6 +4,8 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { ComponentsHandlers } from "./handlers/Components.ts"
+import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
@@ -13,6 +15,7 @@ import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } fr
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
+import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { IngestRoute } from "./sentry/IngestRoute.ts"
@@ -21,6 +24,7 @@ import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide([IncidentsHandlers, ComponentsHandlers]),
   Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([ObserveHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
@@ -33,8 +37,12 @@ export const HttpAppLive = Layer.mergeAll(
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   IngestRoute,
   SentryRoutes,
+  PublicStatusRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )
 
-export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })
+export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
+  // The status page shares the API's per-IP limits (one memoized instance).
+  Layer.provide(PublicRateLimit.layer)
+)

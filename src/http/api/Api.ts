@@ -1,6 +1,8 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { ComponentsApi } from "./Components.ts"
+import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { ObserveApi } from "./Observe.ts"
@@ -20,6 +22,8 @@ const Endpoints = HttpApi.make("canopy")
   .add(AdminApi)
   .add(StatusApi)
   .add(ObserveApi)
+  .add(IncidentsApi)
+  .add(ComponentsApi)
   .add(SourceMapsApi)
   .add(PerformanceApi)
 
