@@ -5,6 +5,8 @@ import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
+import { MailOutbox } from "../services/notifications/MailOutbox.ts"
+import { MonitorAlerts } from "../services/notifications/MonitorAlerts.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
@@ -38,10 +40,11 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
   const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
+  const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
-  return Layer.mergeAll(Http, Entities).pipe(
+  return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )
