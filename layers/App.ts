@@ -1,6 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { createServer } from "node:http"
+import { LiveHub } from "../services/live/LiveHub.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
@@ -42,6 +43,7 @@ export const AppLive = (config: AppConfigShape) => {
   const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
   const Http = serveHttp.pipe(
+    Layer.provideMerge(LiveHub.layer),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
