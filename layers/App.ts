@@ -8,12 +8,16 @@ import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
 import { MailOutbox } from "../services/notifications/MailOutbox.ts"
 import { MonitorAlerts } from "../services/notifications/MonitorAlerts.ts"
+import { SubscriberNotificationsLive } from "../services/notifications/SubscriberNotifications.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
+import { Challenges } from "../services/subscriptions/Challenges.ts"
+import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
+import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
@@ -41,9 +45,14 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
   const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
+  const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
+    Layer.provideMerge(Challenges.layer),
+    Layer.provideMerge(SigningSecret.layer)
+  )
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(LiveHub.layer),
+    Layer.provideMerge(Subscribing),
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )
   return Layer.mergeAll(Http, Entities, Notifications).pipe(

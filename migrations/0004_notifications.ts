@@ -2,8 +2,9 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * The durable mail outbox, monitor alert state, status-page subscribers and spent
- * bot-protection challenges (GUIDE §6), plus the monitors' optional `alertEmails`.
+ * The durable mail outbox, monitor alert state, status-page subscribers, spent
+ * bot-protection challenges and the secret signing challenges and unsubscribe links
+ * (GUIDE §6), plus the monitors' optional `alertEmails`.
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -47,6 +48,12 @@ export default Effect.gen(function*() {
       confirmed_at timestamptz,
       created_at timestamptz NOT NULL DEFAULT now(),
       UNIQUE (org_id, email)
+    )`
+  yield* sql`
+    CREATE TABLE app_secrets (
+      name text PRIMARY KEY,
+      -- Encrypted with the master key (Crypto).
+      ciphertext text NOT NULL
     )`
   yield* sql`
     CREATE TABLE spent_challenges (

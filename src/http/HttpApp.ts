@@ -9,13 +9,23 @@ import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
+import { SubscriptionsHandlers } from "./handlers/Subscriptions.ts"
 import { SystemHandlers } from "./handlers/System.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
+import { SubscriptionPages } from "./pages/SubscriptionPages.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide([
+    SystemHandlers,
+    MeHandlers,
+    OrgHandlers,
+    MonitorsHandlers,
+    AdminHandlers,
+    StatusHandlers,
+    SubscriptionsHandlers
+  ]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )
@@ -25,6 +35,7 @@ export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   LiveRoutes,
+  SubscriptionPages,
   EdgeMiddleware
 )
 

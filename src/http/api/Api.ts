@@ -4,6 +4,7 @@ import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
 import { StatusApi } from "./Status.ts"
+import { SubscriptionsApi } from "./Subscriptions.ts"
 import { SystemApi } from "./System.ts"
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
@@ -14,6 +15,7 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  .add(SubscriptionsApi)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
