@@ -75,10 +75,9 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
         const page = `${base}/status/${org.slug}`
         const label = statusLabel[update.status] ?? update.status
         const subject = `[${org.name}] ${label}: ${incident.title}`
-        const mails = to.map((subscriber): OutboxMail => {
-          const unsubscribe = `${base}/api/v1/subscribe/unsubscribe?token=${
-            encodeURIComponent(signing.sign(unsubscribePayload(subscriber.id)))
-          }`
+        const tokens = yield* Effect.forEach(to, (subscriber) => signing.sign(unsubscribePayload(subscriber.id)))
+        const mails = to.map((subscriber, index): OutboxMail => {
+          const unsubscribe = `${base}/api/v1/subscribe/unsubscribe?token=${encodeURIComponent(tokens[index])}`
           return {
             idempotencyKey: `incident:${event.id}:${subscriber.id}`,
             to: subscriber.email,

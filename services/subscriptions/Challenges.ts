@@ -38,32 +38,33 @@ export class Challenges extends Context.Service<Challenges, {
     Challenges,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const { secret } = yield* SigningSecret
-      const hmacKeySignatureSecret = `${secret}:key`
+      const signing = yield* SigningSecret
 
-      const issue = Effect.promise(() =>
-        createChallenge({
-          algorithm: ALGORITHM,
-          cost: COST,
-          counter: randomInt(5_000, 500),
-          deriveKey,
-          expiresAt: new Date(Date.now() + EXPIRES_MS),
-          hmacSignatureSecret: secret,
-          hmacKeySignatureSecret
-        })
-      )
+      const issue = Effect.flatMap(signing.secret, (secret) =>
+        Effect.promise(() =>
+          createChallenge({
+            algorithm: ALGORITHM,
+            cost: COST,
+            counter: randomInt(5_000, 500),
+            deriveKey,
+            expiresAt: new Date(Date.now() + EXPIRES_MS),
+            hmacSignatureSecret: secret,
+            hmacKeySignatureSecret: `${secret}:key`
+          })
+        ))
 
       const redeem = (token: string) =>
         Effect.gen(function*() {
           const payload = decodeToken(token)
           if (payload === undefined || payload.challenge.signature === undefined) return "invalid" as const
+          const secret = yield* signing.secret
           const result = yield* Effect.tryPromise(() =>
             verifySolution({
               challenge: payload.challenge,
               solution: payload.solution,
               deriveKey,
               hmacSignatureSecret: secret,
-              hmacKeySignatureSecret
+              hmacKeySignatureSecret: `${secret}:key`
             })
           ).pipe(Effect.orElseSucceed(() => undefined))
           if (result === undefined) return "invalid" as const

@@ -130,7 +130,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
       const unsubscribe = (token: string) =>
         Effect.gen(function*() {
-          const payload = signing.verify(token)
+          const payload = yield* signing.verify(token)
           if (payload === undefined || !payload.startsWith("unsub:")) return Option.none()
           const [row] = yield* sql<SubscriptionPage>`
             DELETE FROM subscribers s USING organizations o

@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
 import { LiveMessage } from "../../schemas/Live.ts"
 import { LiveHub } from "../../services/live/LiveHub.ts"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
@@ -155,9 +158,12 @@ describe("live status stream", () => {
   it.live("a client connected to runner B sees an event caused through runner A", () =>
     Effect.gen(function*() {
       const databaseUrl = yield* createTestDatabase
+      // Runners of one deployment share the master key (here: the data folder holding it).
+      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-live-"))
       const runner = (port: number) => ({
         runnerAddress: Option.some({ host: "127.0.0.1", port }),
-        runnerListenAddress: Option.none()
+        runnerListenAddress: Option.none(),
+        dataDir
       })
       const a = yield* startAppOnDatabase(databaseUrl, runner(yield* Effect.promise(freePort)))
       const b = yield* startAppOnDatabase(databaseUrl, runner(yield* Effect.promise(freePort)))
