@@ -12,6 +12,8 @@ import { StatusHandlers } from "./handlers/Status.ts"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.ts"
 import { SystemHandlers } from "./handlers/System.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
+import { StatusAssets } from "./pages/Assets.ts"
+import { StatusPages } from "./pages/StatusPage.ts"
 import { SubscriptionPages } from "./pages/SubscriptionPages.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
@@ -36,7 +38,12 @@ export const HttpAppLive = Layer.mergeAll(
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   LiveRoutes,
   SubscriptionPages,
+  StatusPages,
+  StatusAssets,
   EdgeMiddleware
 )
 
-export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })
+export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
+  // The status page shares the API's per-IP limits (one memoized instance).
+  Layer.provide(PublicRateLimit.layer)
+)

@@ -1,0 +1,142 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import { publish } from "../../services/platform/Events.ts"
+import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
+import { artifactPath, launchChromium } from "./browser.ts"
+
+/**
+ * The public status page in a real browser (Debian's chromium via playwright-core): it
+ * renders the monitors with their 90-day bars and an incident, and applies a new incident
+ * from the live stream without reloading.
+ */
+
+/** Monitors as the scheduler leaves them, with 90 days of hourly rollups (a few bad days). */
+const arrangeMonitors = (sql: SqlClient.SqlClient, orgId: string) =>
+  Effect.gen(function*() {
+    const monitors = [
+      ["mon_web", "Website", "up"],
+      ["mon_api", "Public API", "up"],
+      ["mon_db", "Database cluster", "degraded"]
+    ] as const
+    for (const [id, name, status] of monitors) {
+      yield* sql`
+        INSERT INTO monitors (id, org_id, name, url, status, next_check_at)
+        VALUES (${id}, ${orgId}, ${name}, 'http://127.0.0.1:9/', ${status}, now() + interval '1 hour')`
+      // One row per day at noon: 24 h of uptime, minus some downtime on a few days.
+      yield* sql`
+        INSERT INTO monitor_uptime_hourly (monitor_id, hour, up_ms, down_ms, checks)
+        SELECT ${id}, date_trunc('day', now()) - d * interval '1 day' + interval '12 hours',
+          86400000 - dm, dm, 1440
+        FROM generate_series(1, 89) AS d,
+          LATERAL (SELECT CASE
+            WHEN ${id} = 'mon_api' AND d IN (12, 47) THEN 3600000
+            WHEN ${id} = 'mon_db' AND d = 5 THEN 600000
+            WHEN ${id} = 'mon_web' AND d = 30 THEN 60000
+            ELSE 0 END AS dm) AS x`
+    }
+  }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+
+const incidentEvent = (orgId: string, id: string, title: string, status: string, message: string) => {
+  const now = new Date().toISOString()
+  const update = { id: `upd_${id}`, status, message, createdAt: now }
+  return {
+    type: status === "resolved" ? "incident.resolved" : "incident.created",
+    orgId,
+    data: {
+      incident: {
+        id,
+        title,
+        description: null,
+        status,
+        severity: "minor",
+        affectedMonitors: [],
+        createdAt: now,
+        updatedAt: now,
+        resolvedAt: status === "resolved" ? now : null,
+        updates: [update]
+      },
+      update
+    }
+  }
+}
+
+describe("public status page", () => {
+  it.live("renders the monitors and updates live in Chromium", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const { org } = yield* bootstrapOrg(app.baseUrl, { slug: "acme" })
+      yield* request(`${app.baseUrl}/api/v1/admin/orgs/acme`, {
+        token: adminToken,
+        method: "PATCH",
+        body: { name: "Acme Cloud" }
+      })
+      yield* arrangeMonitors(app.sql, org.id)
+
+      const unknown = yield* request(`${app.baseUrl}/status/nobody`)
+      expect(unknown.status).toBe(404)
+
+      const browser = yield* launchChromium()
+      const page = yield* Effect.promise(() => browser.newPage())
+      const response = yield* Effect.promise(() => page.goto(`${app.baseUrl}/status/acme`))
+      expect(response?.status()).toBe(200)
+      expect(response?.headers()["content-type"]).toContain("text/html")
+
+      yield* Effect.promise(async () => {
+        expect(await page.title()).toBe("Acme Cloud Status")
+        expect(await page.textContent("#overall [data-overall-text]")).toBe("Degraded Performance")
+        const names = await page.locator(".row-name").allTextContents()
+        expect(names.sort()).toEqual(["Database cluster", "Public API", "Website"])
+        expect(await page.locator("[data-monitor-id=mon_api] .bar").count()).toBe(90)
+        expect(await page.locator("[data-monitor-id=mon_api] .bar.partial").count()).toBe(2)
+        expect(await page.textContent("[data-monitor-id=mon_db] [data-status]")).toBe("Degraded Performance")
+        // Every asset comes from Canopy itself.
+        // (Browser-side code is passed as strings: the project compiles without DOM types.)
+        const sources: Array<string> = await page.evaluate(
+          `[...document.querySelectorAll("script[src], link[href]")].map((el) => el.src || el.href)`
+        )
+        expect(sources.length).toBeGreaterThanOrEqual(4)
+        for (const source of sources) expect(source.startsWith(app.baseUrl)).toBe(true)
+        // The ALTCHA widget script loaded and registered its element.
+        await page.waitForFunction(`customElements.get("altcha-widget") !== undefined`)
+        // The live stream is connected (its snapshot arrived).
+        await page.waitForFunction(`Number(document.body.dataset.liveEvents ?? 0) >= 1`, undefined, {
+          timeout: 30_000
+        })
+        await page.evaluate(`window.notReloaded = true`)
+      })
+
+      // An incident is created: it appears without a reload.
+      yield* publish(
+        incidentEvent(
+          org.id,
+          "inc_page",
+          "Delayed e-mail delivery",
+          "investigating",
+          "We are investigating delays of outgoing e-mail."
+        )
+      ).pipe(
+        Effect.provideService(SqlClient.SqlClient, app.sql),
+        Effect.orDie
+      )
+      yield* Effect.promise(async () => {
+        const card = page.locator("#active-incidents [data-incident-id=inc_page]")
+        await card.waitFor({ timeout: 30_000 })
+        expect(await card.locator("h3").textContent()).toBe("Delayed e-mail delivery")
+        expect(await card.locator(".timeline li").first().textContent()).toContain("Investigating")
+        expect(await page.evaluate(`window.notReloaded`)).toBe(true)
+        await page.screenshot({ path: artifactPath("status-page.png"), fullPage: true })
+      })
+
+      // The same page on a phone.
+      const phone = yield* launchChromium({ width: 390, height: 844 })
+      const mobile = yield* Effect.promise(() => phone.newPage())
+      yield* Effect.promise(async () => {
+        await mobile.goto(`${app.baseUrl}/status/acme`)
+        await mobile.locator(".row-name").first().waitFor()
+        const overflow = await mobile.evaluate(`document.documentElement.scrollWidth > window.innerWidth`)
+        expect(overflow).toBe(false)
+        await mobile.screenshot({ path: artifactPath("status-page-phone.png"), fullPage: true })
+      })
+    }).pipe(Effect.scoped), 120_000)
+})
