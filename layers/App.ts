@@ -1,6 +1,4 @@
-import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
-import { createServer } from "node:http"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
@@ -21,6 +19,7 @@ import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
+import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -50,10 +49,11 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(SigningSecret.layer)
   )
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
-  const Http = serveHttp.pipe(
+  const Http = Layer.mergeAll(serveHttp, LiveUpgrades).pipe(
     Layer.provideMerge(LiveHub.layer),
     Layer.provideMerge(Subscribing),
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+    Layer.provideMerge(LiveServer.httpServer({ port: config.port, host: config.host })),
+    Layer.provideMerge(LiveServer.layer)
   )
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Domain),

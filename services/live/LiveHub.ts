@@ -1,6 +1,7 @@
-import { Cause, Context, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import type { WebSocket } from "ws"
 import type { PrivateLiveEventType, PublicLiveEventType } from "../../schemas/Live.ts"
+import type { StatusSummary as StatusSummaryData } from "../../schemas/Status.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
 import { StatusSummary } from "../status/StatusSummary.ts"
 
@@ -42,31 +43,36 @@ interface Client extends LiveConnection {
   readonly ws: WebSocket
   alive: boolean
   /** Messages held back until the snapshot is sent; undefined once it is. */
-  pending: Array<string> | undefined
+  pending: Array<Buffer> | undefined
 }
 
 const OPEN = 1
+
+const encode = (message: unknown) => Buffer.from(JSON.stringify(message))
 
 const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
   const events = yield* Events
   const summaries = yield* StatusSummary
   const maxBuffered = options.maxBufferedBytes ?? 1024 * 1024
   const byOrg = new Map<string, Set<Client>>()
+  /** Per organization, a counter of summary-changing events (invalidates cached snapshots). */
+  const generations = new Map<string, number>()
 
   const drop = (client: Client) => client.ws.terminate()
 
-  const send = (client: Client, text: string) => {
+  /** `message` is JSON encoded once per event, not once per client; sent as a text frame. */
+  const send = (client: Client, message: Buffer) => {
     if (client.pending !== undefined) {
-      client.pending.push(text)
+      client.pending.push(message)
       if (client.pending.length > 1000) drop(client)
       return
     }
     if (client.ws.readyState !== OPEN) return
-    if (client.ws.bufferedAmount + text.length > maxBuffered) return drop(client)
-    client.ws.send(text)
+    if (client.ws.bufferedAmount + message.length > maxBuffered) return drop(client)
+    client.ws.send(message, { binary: false })
   }
 
-  const broadcast = (orgId: string, text: string, authenticatedOnly: boolean) => {
+  const broadcast = (orgId: string, text: Buffer, authenticatedOnly: boolean) => {
     const clients = byOrg.get(orgId)
     if (clients === undefined) return
     for (const client of clients) {
@@ -77,11 +83,18 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
   // --- status summaries: recomputed once per burst of changes per organization ----------
   const dirty = new Map<string, string>()
   const statusWake = yield* Queue.sliding<void>(1)
+  /** What a `status` message is about; sent only when this changes. */
+  const lastStatus = new Map<string, string>()
+  const statusKey = (summary: StatusSummaryData) =>
+    JSON.stringify([summary.overallStatus, summary.monitors, summary.activeIncidents, summary.components])
   const sendStatus = (orgId: string, slug: string) =>
     summaries.get(slug).pipe(
-      Effect.map((summary) =>
-        broadcast(orgId, JSON.stringify({ type: "status", data: summary, at: new Date().toISOString() }), false)
-      ),
+      Effect.map((summary) => {
+        const key = statusKey(summary)
+        if (lastStatus.get(orgId) === key) return
+        lastStatus.set(orgId, key)
+        broadcast(orgId, encode({ type: "status", data: summary, at: new Date().toISOString() }), false)
+      }),
       Effect.catch(() => Effect.void)
     )
   yield* Effect.gen(function*() {
@@ -99,10 +112,12 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
     if (clients === undefined || clients.size === 0) return
     const isPublic = publicTypes.has(event.type)
     if (isPublic || privateTypes.has(event.type)) {
-      const text = JSON.stringify({ type: event.type, data: event.data, at: event.createdAt.toISOString() })
+      const text = encode({ type: event.type, data: event.data, at: event.createdAt.toISOString() })
       broadcast(event.orgId, text, !isPublic)
     }
     if (statusTriggers.has(event.type)) {
+      generations.set(event.orgId, (generations.get(event.orgId) ?? 0) + 1)
+      snapshots.delete(event.orgId)
       const [first] = clients
       dirty.set(event.orgId, first.slug)
       Queue.offerUnsafe(statusWake, undefined)
@@ -143,45 +158,70 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
     Effect.forkScoped
   )
 
+  // --- snapshots: one summary query per organization for a burst of connections ----------
+  // A cached snapshot is dropped by any event that changes the summary (see `onEvent`), and
+  // a query that raced such an event is not cached, so no client misses a change.
+  const snapshots = new Map<string, {
+    readonly generation: number
+    readonly at: number
+    readonly text: Deferred.Deferred<Buffer, unknown>
+  }>()
+  const snapshotText = (orgId: string, slug: string): Effect.Effect<Buffer, unknown> =>
+    Effect.suspend(() => {
+      const generation = generations.get(orgId) ?? 0
+      const cached = snapshots.get(orgId)
+      // Kept for a few seconds only: uptime figures move even without events.
+      if (cached !== undefined && cached.generation === generation && Date.now() - cached.at < 5000) {
+        return Deferred.await(cached.text)
+      }
+      const text = Deferred.makeUnsafe<Buffer, unknown>()
+      snapshots.set(orgId, { generation, at: Date.now(), text })
+      return summaries.get(slug).pipe(
+        Effect.map((summary) => encode({ type: "snapshot", data: summary })),
+        Effect.onExit((exit) => {
+          if (exit._tag === "Failure" || (generations.get(orgId) ?? 0) !== generation) snapshots.delete(orgId)
+          return Deferred.done(text, exit)
+        })
+      )
+    })
+
   const sendSnapshot = (client: Client) =>
-    summaries.get(client.slug).pipe(
-      Effect.map((summary) => {
+    snapshotText(client.orgId, client.slug).pipe(
+      Effect.map((snapshot) => {
         const held = client.pending ?? []
         client.pending = undefined
-        send(client, JSON.stringify({ type: "snapshot", data: summary }))
+        send(client, snapshot)
         for (const text of held) send(client, text)
       }),
       Effect.catch(() => Effect.sync(() => client.ws.close(1008, "not found")))
     )
 
-  const serve = (ws: WebSocket, connection: LiveConnection): Effect.Effect<void> =>
-    Effect.acquireUseRelease(
-      Effect.sync(() => {
-        const client: Client = { ...connection, ws, alive: true, pending: [] }
-        ws.on("pong", () => {
-          client.alive = true
-        })
-        let clients = byOrg.get(connection.orgId)
-        if (clients === undefined) byOrg.set(connection.orgId, clients = new Set())
-        clients.add(client)
-        return client
-      }),
-      (client) =>
-        Effect.andThen(
-          sendSnapshot(client),
-          Effect.callback<void>((resume) => {
-            if (ws.readyState > OPEN) return resume(Effect.void)
-            ws.once("close", () => resume(Effect.void))
-          })
-        ),
-      (client) =>
-        Effect.sync(() => {
-          const clients = byOrg.get(client.orgId)
-          clients?.delete(client)
-          if (clients?.size === 0) byOrg.delete(client.orgId)
-          if (ws.readyState < 2) ws.terminate()
-        })
-    )
+  const detach = (client: Client) => {
+    const clients = byOrg.get(client.orgId)
+    if (clients === undefined || !clients.delete(client)) return
+    if (clients.size === 0) {
+      byOrg.delete(client.orgId)
+      lastStatus.delete(client.orgId)
+      snapshots.delete(client.orgId)
+      generations.delete(client.orgId)
+    }
+  }
+
+  // No fiber per connection: a client is a few fields and two listeners (memory per idle
+  // connection is the point of the live benchmark).
+  const attach = (ws: WebSocket, connection: LiveConnection): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const client: Client = { ...connection, ws, alive: true, pending: [] }
+      let clients = byOrg.get(connection.orgId)
+      if (clients === undefined) byOrg.set(connection.orgId, clients = new Set())
+      clients.add(client)
+      ws.on("pong", () => {
+        client.alive = true
+      })
+      ws.once("close", () => detach(client))
+      if (ws.readyState > OPEN) detach(client)
+      return sendSnapshot(client)
+    })
 
   const connections = Effect.sync(() => {
     let count = 0
@@ -189,15 +229,21 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
     return count
   })
 
-  return LiveHub.of({ serve, connections })
+  yield* Effect.addFinalizer(() =>
+    Effect.sync(() => {
+      for (const clients of byOrg.values()) for (const client of clients) client.ws.terminate()
+    })
+  )
+
+  return LiveHub.of({ attach, connections })
 })
 
 export class LiveHub extends Context.Service<LiveHub, {
   /**
-   * Streams to an open WebSocket: the snapshot, then the organization's events, until the
-   * socket closes (or is dropped); the socket is terminated if the effect is interrupted.
+   * Adds an open WebSocket: sends the snapshot (the effect ends then), then the
+   * organization's events until the socket closes or is dropped.
    */
-  readonly serve: (ws: WebSocket, connection: LiveConnection) => Effect.Effect<void>
+  readonly attach: (ws: WebSocket, connection: LiveConnection) => Effect.Effect<void>
   /** Clients connected to this runner. */
   readonly connections: Effect.Effect<number>
 }>()("canopy/live/LiveHub") {
