@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { Incidents } from "../services/incidents/Incidents.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
@@ -34,6 +35,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
+    Layer.provideMerge(Incidents.layer),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)

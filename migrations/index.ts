@@ -1,10 +1,12 @@
 import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
+import incidents from "./0003_incidents.ts"
 import notifications from "./0004_notifications.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
+  "0003_incidents": incidents,
   "0004_notifications": notifications
 }

@@ -191,21 +191,21 @@ export const monitorValidationError = (issues: ReadonlyArray<FieldIssue>): Valid
 // --- requests ----------------------------------------------------------------------------
 
 const settings = {
-  method: Schema.optional(HttpMethod),
-  checkType: Schema.optional(CheckType),
-  frequency: Schema.optional(Frequency),
-  timeout: Schema.optional(Timeout),
-  expectedCode: Schema.optional(ExpectedCode),
-  headers: Schema.optional(MonitorHeaders),
-  body: Schema.optional(Schema.NullOr(MonitorBody)),
-  active: Schema.optional(Schema.Boolean),
-  assertions: Schema.optional(Schema.NullOr(MonitorAssertions)),
-  dnsRecordType: Schema.optional(Schema.NullOr(DnsRecordType)),
-  expectedValue: Schema.optional(Schema.NullOr(ExpectedValue)),
-  degradedThresholdMs: Schema.optional(Schema.NullOr(DegradedThresholdMs)),
-  retries: Schema.optional(Retries),
-  retryInterval: Schema.optional(RetryInterval),
-  alertEmails: Schema.optional(AlertEmails)
+  method: Schema.optionalKey(HttpMethod),
+  checkType: Schema.optionalKey(CheckType),
+  frequency: Schema.optionalKey(Frequency),
+  timeout: Schema.optionalKey(Timeout),
+  expectedCode: Schema.optionalKey(ExpectedCode),
+  headers: Schema.optionalKey(MonitorHeaders),
+  body: Schema.optionalKey(Schema.NullOr(MonitorBody)),
+  active: Schema.optionalKey(Schema.Boolean),
+  assertions: Schema.optionalKey(Schema.NullOr(MonitorAssertions)),
+  dnsRecordType: Schema.optionalKey(Schema.NullOr(DnsRecordType)),
+  expectedValue: Schema.optionalKey(Schema.NullOr(ExpectedValue)),
+  degradedThresholdMs: Schema.optionalKey(Schema.NullOr(DegradedThresholdMs)),
+  retries: Schema.optionalKey(Retries),
+  retryInterval: Schema.optionalKey(RetryInterval),
+  alertEmails: Schema.optionalKey(AlertEmails)
 }
 
 /** POST body: `name` and `url` required, everything else defaults (`MONITOR_DEFAULTS`). */
@@ -223,18 +223,33 @@ export const CreateMonitor = Schema.Struct({
     dnsRecordType: input.dnsRecordType,
     expectedValue: input.expectedValue
   }).map((issue) => ({ path: [issue.field], issue: issue.message }))
-))
+)).annotate({
+  examples: [
+    { name: "Homepage", url: "https://example.com/", frequency: 60, timeout: 10 },
+    {
+      name: "Orders API",
+      url: "https://api.example.com/health",
+      checkType: "api",
+      assertions: [{ path: "$.status", op: "eq", value: "ok" }],
+      degradedThresholdMs: 800,
+      retries: 2
+    },
+    { name: "Database", url: "tcp://db.example.com:5432", checkType: "tcp" }
+  ]
+})
 export type CreateMonitor = typeof CreateMonitor.Type
 
 /**
- * PATCH body: any subset of the create fields. The cross-field rules are checked by the
+ * PATCH body: any subset of the create fields. Fields are `optionalKey`: absent means
+ * unchanged, and `null` is refused where the field is not nullable (the JSON codec would
+ * otherwise read `null` as absent and the PATCH would silently change nothing). The cross-field rules are checked by the
  * service against the stored monitor merged with the patch (400 naming the field).
  */
 export const UpdateMonitor = Schema.Struct({
-  name: Schema.optional(MonitorName),
-  url: Schema.optional(MonitorUrl),
+  name: Schema.optionalKey(MonitorName),
+  url: Schema.optionalKey(MonitorUrl),
   ...settings
-})
+}).annotate({ examples: [{ active: false }, { frequency: 300, timeout: 20 }] })
 export type UpdateMonitor = typeof UpdateMonitor.Type
 
 export const ListMonitorsQuery = {
@@ -301,11 +316,13 @@ export const Monitor = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   url: Schema.String,
-  method: HttpMethod,
+  /** `null` for checks that send no HTTP request (tcp, dns, websocket). */
+  method: Schema.NullOr(HttpMethod),
   checkType: CheckType,
   frequency: Schema.Int,
   timeout: Schema.Int,
-  expectedCode: Schema.Int,
+  /** `null` for checks that read no HTTP status (tcp, dns, websocket). */
+  expectedCode: Schema.NullOr(Schema.Int),
   headers: Schema.Record(Schema.String, Schema.String),
   body: Schema.NullOr(Schema.String),
   active: Schema.Boolean,

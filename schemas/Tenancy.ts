@@ -66,7 +66,7 @@ export const CreateOrganization = Schema.Struct({
   name: Name,
   plan: Schema.optional(Plan),
   requestsPerMinute: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100_000_000 })))
-})
+}).annotate({ examples: [{ slug: "acme", name: "Acme Inc", plan: "pro" }] })
 export type CreateOrganization = typeof CreateOrganization.Type
 
 export const UpdateOrganization = Schema.Struct({
@@ -84,14 +84,14 @@ export const AddMember = Schema.Struct({
   email: Email,
   name: Schema.optional(Name),
   role: Schema.optional(Role)
-})
+}).annotate({ examples: [{ username: "alice", email: "alice@example.com", name: "Alice", role: "owner" }] })
 export type AddMember = typeof AddMember.Type
 
 export const CreateApiKey = Schema.Struct({
   username: Username,
   name: Schema.optional(Name),
   scopes: Schema.optional(Schema.Array(ApiScope))
-})
+}).annotate({ examples: [{ username: "alice", name: "laptop" }, { username: "ci", scopes: ["monitors:read"] }] })
 export type CreateApiKey = typeof CreateApiKey.Type
 
 export const CreatedApiKey = Schema.Struct({

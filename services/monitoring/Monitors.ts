@@ -6,6 +6,7 @@ import {
   type CheckType,
   type CreateMonitor,
   type DnsRecordType,
+  type FieldIssue,
   type Heartbeat,
   type HeartbeatList,
   type HeartbeatStatus,
@@ -19,8 +20,10 @@ import {
   monitorValidationError,
   type UpdateMonitor
 } from "../../schemas/Monitoring.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { privateTargetIssue } from "./PrivateTarget.ts"
 import { accountInterval, Uptime, type UptimeWindow } from "./Uptime.ts"
 
 /** A `monitors` row as the driver returns it (jsonb parsed, timestamptz as Date). */
@@ -168,6 +171,8 @@ export const toHeartbeat = (row: HeartbeatRow): Heartbeat => ({
 
 type UptimeFigures = { readonly uptime24h: number; readonly uptime7d?: number; readonly uptime30d?: number }
 
+const sendsHttpRequest = (checkType: CheckType) => checkType === "http" || checkType === "api"
+
 export const toMonitor = (
   config: MonitorConfig,
   uptime: UptimeFigures,
@@ -176,11 +181,11 @@ export const toMonitor = (
   id: config.id,
   name: config.name,
   url: config.url,
-  method: config.method,
+  method: sendsHttpRequest(config.checkType) ? config.method : null,
   checkType: config.checkType,
   frequency: config.frequency,
   timeout: config.timeout,
-  expectedCode: config.expectedCode,
+  expectedCode: sendsHttpRequest(config.checkType) ? config.expectedCode : null,
   headers: config.headers,
   body: config.body,
   active: config.active,
@@ -257,6 +262,14 @@ export class Monitors extends Context.Service<Monitors, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const uptime = yield* Uptime
+      const { outboundAllowPrivate } = yield* AppConfig
+      /** The URL rules plus the private-address rule, reported once per field. */
+      const withPrivateTarget = (issues: ReadonlyArray<FieldIssue>, checkType: CheckType, url: string) => {
+        const blocked = issues.some((issue) => issue.field === "url")
+          ? undefined
+          : privateTargetIssue(checkType, url, outboundAllowPrivate)
+        return blocked === undefined ? issues : [...issues, blocked]
+      }
       const notFound = (id: string) => new NotFound({ message: `Monitor '${id}' not found` })
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -275,7 +288,11 @@ export class Monitors extends Context.Service<Monitors, {
         const checkType = input.checkType ?? MONITOR_DEFAULTS.checkType
         const frequency = input.frequency ?? MONITOR_DEFAULTS.frequency
         const timeout = input.timeout ?? MONITOR_DEFAULTS.timeout
-        const issues = monitorRuleIssues({ ...input, checkType, frequency, timeout })
+        const issues = withPrivateTarget(
+          monitorRuleIssues({ ...input, checkType, frequency, timeout }),
+          checkType,
+          input.url
+        )
         if (issues.length > 0) return yield* monitorValidationError(issues)
         const active = input.active ?? MONITOR_DEFAULTS.active
         const now = (yield* nowDate).toISOString()
@@ -387,7 +404,9 @@ export class Monitors extends Context.Service<Monitors, {
             alertEmails: patch.alertEmails ?? current.alertEmails,
             active: patch.active ?? current.active
           }
-          const issues = monitorRuleIssues(next)
+          const issues = has("url") || has("checkType")
+            ? withPrivateTarget(monitorRuleIssues(next), next.checkType, next.url)
+            : monitorRuleIssues(next)
           if (issues.length > 0) return yield* monitorValidationError(issues)
 
           const now = yield* nowDate

@@ -14,6 +14,7 @@ import {
   Stream
 } from "effect"
 import { ClusterCron, Entity, EntityId, Sharding } from "effect/cluster"
+import { identity } from "effect/Function"
 import { Rpc } from "effect/rpc"
 import type { SqlError } from "effect/sql/SqlError"
 import { CheckRecorder, type MonitorSchedule } from "../../services/monitoring/CheckRecorder.ts"
@@ -376,12 +377,16 @@ export const MonitorEntityLayer = Monitor.toLayer(
         readonly frequency: number
         readonly retryInterval: number
       },
-      target: CheckTarget
+      target: CheckTarget,
+      /** Makes the check itself interruptible when the caller runs uninterruptibly. */
+      interruptible: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R> = identity
     ) {
       const checkedAt = yield* Clock.currentTimeMillis
       // Interrupted mid-check (the entity moves to another runner or this one stops): hand
       // a first attempt's slot back, so the new host checks it at once instead of losing it.
-      const result = yield* slot.attempt > 0 ? checker.check(target) : checker.check(target).pipe(
+      const result = yield* slot.attempt > 0 ? interruptible(checker.check(target)) : interruptible(
+        checker.check(target)
+      ).pipe(
         Effect.onInterrupt(() =>
           Effect.ignore(recorder.reschedule({ monitorId, expected: slot.nextCheckAt, next: slot.slotAt }))
         )
@@ -405,29 +410,37 @@ export const MonitorEntityLayer = Monitor.toLayer(
     return Monitor.of({
       Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId, alarms), own),
       Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId, alarms), own),
+      // From the claim on, only the check itself can be interrupted (and then hands the slot
+      // back): an interruption between a committed claim and the check would lose the slot.
       Check: ({ payload }) =>
-        Effect.gen(function*() {
-          const now = yield* Clock.currentTimeMillis
-          if (payload.expected > now) return armSlot({ nextCheckAt: payload.expected, frequency: payload.frequency })
-          const slotAt = currentSlot(payload.expected, now, payload.frequency)
-          const claimed = yield* recorder.claim({
-            monitorId,
-            expected: payload.expected,
-            slotAt,
-            frequency: payload.frequency
+        Effect.uninterruptibleMask((restore) =>
+          Effect.gen(function*() {
+            const now = yield* Clock.currentTimeMillis
+            if (payload.expected > now) return armSlot({ nextCheckAt: payload.expected, frequency: payload.frequency })
+            const slotAt = currentSlot(payload.expected, now, payload.frequency)
+            const claimed = yield* recorder.claim({
+              monitorId,
+              expected: payload.expected,
+              slotAt,
+              frequency: payload.frequency
+            })
+            // Another runner took the slot, or the row changed: re-read.
+            if (Option.isNone(claimed)) return yield* plan(false)
+            const slot = claimed.value
+            armSlot(slot)
+            yield* attempt(
+              {
+                slotAt,
+                attempt: 0,
+                nextCheckAt: slot.nextCheckAt,
+                frequency: slot.frequency,
+                retryInterval: slot.retryInterval
+              },
+              slot.target,
+              restore
+            )
           })
-          // Another runner took the slot, or the row changed: re-read.
-          if (Option.isNone(claimed)) return yield* plan(false)
-          const slot = claimed.value
-          armSlot(slot)
-          yield* attempt({
-            slotAt,
-            attempt: 0,
-            nextCheckAt: slot.nextCheckAt,
-            frequency: slot.frequency,
-            retryInterval: slot.retryInterval
-          }, slot.target)
-        }).pipe(logged("Monitor: check failed", monitorId, alarms), own),
+        ).pipe(logged("Monitor: check failed", monitorId, alarms), own),
       Retry: ({ payload }) =>
         Effect.gen(function*() {
           const target = yield* recorder.loadTarget(monitorId)

@@ -4,6 +4,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
@@ -17,17 +18,12 @@ import { StatusPages } from "./pages/StatusPage.ts"
 import { SubscriptionPages } from "./pages/SubscriptionPages.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
+import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
-  Layer.provide([
-    SystemHandlers,
-    MeHandlers,
-    OrgHandlers,
-    MonitorsHandlers,
-    AdminHandlers,
-    StatusHandlers,
-    SubscriptionsHandlers
-  ]),
+  Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide([IncidentsHandlers]),
+  Layer.provide([SubscriptionsHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )
@@ -40,7 +36,8 @@ export const HttpAppLive = Layer.mergeAll(
   SubscriptionPages,
   StatusPages,
   StatusAssets,
-  EdgeMiddleware
+  EdgeMiddleware,
+  TrustedProxiesMiddleware
 )
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(

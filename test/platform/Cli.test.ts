@@ -40,4 +40,18 @@ describe("npm run cli", () => {
       expect(duplicate.stderr).toContain("Organization slug 'cli-org' is taken")
       expect(duplicate.stderr).not.toMatch(/\bat .*\.ts:\d+/)
     }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("with no arguments prints help with a description of each command and exits 0", () =>
+    Effect.gen(function*() {
+      const help = yield* cli("http://127.0.0.1:9", [])
+      expect(help.code).toBe(0)
+      expect(help.stdout).toMatch(/org\s+Organizations: list, create, update/)
+      expect(help.stdout).toMatch(/key\s+API keys: create, revoke/)
+      expect(help.stderr).not.toContain("Help requested")
+      const keyHelp = yield* cli("http://127.0.0.1:9", ["key"])
+      expect(keyHelp.code).toBe(0)
+      expect(keyHelp.stdout).toMatch(/revoke\s+Revoke an API key at once/)
+      const unknown = yield* cli("http://127.0.0.1:9", ["org", "bogus"])
+      expect(unknown.code).toBe(1)
+    }), { timeout: 120_000 })
 })

@@ -26,5 +26,14 @@ describe("Database", () => {
       const second = yield* migratedOn(url)
       expect(second.migrated).toEqual([])
       expect(second.tables.sort()).toEqual(first.tables.sort())
+      expect(first.tables).toEqual(
+        expect.arrayContaining([
+          "incidents",
+          "incident_updates",
+          "incident_monitors",
+          "components",
+          "component_monitors"
+        ])
+      )
     }))
 })

@@ -1,0 +1,285 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import type { Fragment } from "effect/sql/Statement"
+import { NotFound, ValidationError } from "../../schemas/Errors.ts"
+import {
+  type AddIncidentUpdate,
+  type CreateIncident,
+  type Incident,
+  INCIDENT_DEFAULTS,
+  INCIDENT_EVENTS,
+  type IncidentEventData,
+  type IncidentEventType,
+  type IncidentList,
+  type IncidentSeverity,
+  type IncidentStatus,
+  type IncidentUpdate,
+  type UpdateIncident
+} from "../../schemas/Incidents.ts"
+import { type FieldIssue, monitorValidationError } from "../../schemas/Monitoring.ts"
+import { distinctIds, foreignMonitorIssues } from "../monitoring/OwnedMonitors.ts"
+import { publish } from "../platform/Events.ts"
+import { makeId } from "../platform/Ids.ts"
+
+interface IncidentRow {
+  readonly id: string
+  readonly title: string
+  readonly description: string | null
+  readonly status: IncidentStatus
+  readonly severity: IncidentSeverity
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly resolved_at: Date | null
+  /** json_agg of the timeline, oldest first (timestamps already ISO strings). */
+  readonly updates: ReadonlyArray<IncidentUpdate>
+  readonly affected_monitors: ReadonlyArray<string>
+}
+
+const toIncident = (row: IncidentRow): Incident => ({
+  id: row.id,
+  title: row.title,
+  description: row.description,
+  status: row.status,
+  severity: row.severity,
+  affectedMonitors: row.affected_monitors,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString(),
+  resolvedAt: row.resolved_at?.toISOString() ?? null,
+  updates: row.updates
+})
+
+export interface ListIncidentsOptions {
+  readonly status?: IncidentStatus | undefined
+  /** 1–100, default 50. */
+  readonly limit?: number | undefined
+}
+
+/** An unresolved incident's weight in the overall status (GUIDE §6). */
+export interface ActiveIncident {
+  readonly id: string
+  readonly severity: IncidentSeverity
+  readonly updatedAt: Date
+}
+
+/**
+ * Incidents of an organization and their timelines (spec incident state table, GUIDE §6).
+ * Every method is scoped by `orgId`; another organization's incident is a `NotFound`.
+ * Every change publishes `incident.created|updated|resolved` (`incident.deleted` on delete)
+ * with {@link IncidentEventData}, in the transaction that makes the change.
+ */
+export class Incidents extends Context.Service<Incidents, {
+  create(orgId: string, input: CreateIncident): Effect.Effect<Incident, ValidationError>
+  /** Newest first; `count` is the total matching `status`. */
+  list(orgId: string, options?: ListIncidentsOptions): Effect.Effect<IncidentList>
+  get(orgId: string, id: string): Effect.Effect<Incident, NotFound>
+  update(orgId: string, id: string, patch: UpdateIncident): Effect.Effect<Incident, NotFound | ValidationError>
+  addUpdate(orgId: string, id: string, input: AddIncidentUpdate): Effect.Effect<IncidentUpdate, NotFound>
+  remove(orgId: string, id: string): Effect.Effect<void, NotFound>
+  /** Unresolved incidents (for the status summary), newest first. */
+  active(orgId: string): Effect.Effect<ReadonlyArray<ActiveIncident>>
+  /** When any incident of the organization last changed, if one exists. */
+  lastChangedAt(orgId: string): Effect.Effect<Date | undefined>
+}>()("canopy/incidents/Incidents") {
+  static readonly layer = Layer.effect(
+    Incidents,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const notFound = (id: string) => new NotFound({ message: `Incident '${id}' not found` })
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
+      const iso = (column: string) =>
+        sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
+
+      /** Incidents with their timeline and affected monitors, in one query. */
+      const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
+        sql<IncidentRow & { readonly total: number | string }>`
+          SELECT i.id, i.title, i.description, i.status, i.severity, i.created_at, i.updated_at, i.resolved_at,
+            count(*) OVER () AS total,
+            coalesce((
+              SELECT json_agg(json_build_object(
+                'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso("u.created_at")}
+              ) ORDER BY u.seq)
+              FROM incident_updates u WHERE u.incident_id = i.id
+            ), '[]'::json) AS updates,
+            coalesce((
+              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = i.id
+            ), '[]'::json) AS affected_monitors
+          FROM incidents i
+          WHERE ${where}
+          ORDER BY i.created_at DESC, i.seq DESC
+          ${tail}`
+
+      const load = (orgId: string, id: string) =>
+        Effect.flatMap(
+          selectIncidents(sql`i.org_id = ${orgId} AND i.id = ${id}`),
+          (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toIncident(rows[0]))
+        )
+
+      const checkMonitors = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
+        ids === undefined
+          ? Effect.succeed<ReadonlyArray<FieldIssue>>([])
+          : foreignMonitorIssues(orgId, "affectedMonitors", ids)
+
+      const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM incident_monitors WHERE incident_id = ${id}`
+          const distinct = distinctIds(ids)
+          if (distinct.length === 0) return
+          const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
+          yield* sql`
+            INSERT INTO incident_monitors (incident_id, monitor_id, position)
+            SELECT ${id}, r."monitorId", r.position FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
+        })
+
+      const insertUpdate = (incidentId: string, status: IncidentStatus, message: string, at: Date) =>
+        Effect.gen(function*() {
+          const update: IncidentUpdate = { id: makeId("upd"), status, message, createdAt: at.toISOString() }
+          yield* sql`
+            INSERT INTO incident_updates (id, incident_id, status, message, created_at)
+            VALUES (${update.id}, ${incidentId}, ${status}, ${message}, ${update.createdAt}::timestamptz)`
+          return update
+        })
+
+      /** Reads the incident back inside the transaction and publishes the event for the change. */
+      const announce = (orgId: string, id: string, type: IncidentEventType, update: IncidentUpdate | null) =>
+        Effect.gen(function*() {
+          const incident = yield* load(orgId, id).pipe(
+            // Read in the transaction that just wrote it: a missing row is a bug, not a 404.
+            Effect.catch((error) => error instanceof NotFound ? Effect.die(error) : Effect.fail(error))
+          )
+          yield* publish({ type, orgId, data: { incident, update } satisfies IncidentEventData })
+          return incident
+        })
+
+      /** Runs `effect` in one transaction; database failures are defects (500). */
+      const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
+        sql.withTransaction(effect).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.catchTag("SqlError", Effect.die)
+        ) as Effect.Effect<A, Exclude<E, SqlError>>
+
+      const create = Effect.fn("Incidents.create")(function*(orgId: string, input: CreateIncident) {
+        const status = input.status ?? INCIDENT_DEFAULTS.status
+        const at = yield* now
+        const id = makeId("inc")
+        return yield* inTransaction(Effect.gen(function*() {
+          const issues = yield* checkMonitors(orgId, input.affectedMonitors)
+          if (issues.length > 0) return yield* monitorValidationError(issues)
+          yield* sql`
+            INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at)
+            VALUES (${id}, ${orgId}, ${input.title}, ${input.description ?? null}, ${status},
+                    ${input.severity ?? INCIDENT_DEFAULTS.severity}, ${at.toISOString()}::timestamptz,
+                    ${at.toISOString()}::timestamptz)`
+          yield* setMonitors(id, input.affectedMonitors ?? [])
+          // GUIDE §6: the first entry says `message`, else the description, else the title.
+          const first = input.message ?? (input.description?.trim() ? input.description : undefined) ?? input.title
+          const update = yield* insertUpdate(id, status, first, at)
+          return yield* announce(orgId, id, INCIDENT_EVENTS.created, update)
+        }))
+      })
+
+      const list = Effect.fn("Incidents.list")(function*(orgId: string, options?: ListIncidentsOptions) {
+        const limit = Math.min(100, Math.max(1, Math.trunc(options?.limit ?? 50)))
+        const filter = options?.status === undefined ? sql.literal("") : sql`AND i.status = ${options.status}`
+        const rows = yield* selectIncidents(sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(Effect.orDie)
+        return { incidents: rows.map(toIncident), count: rows.length > 0 ? Number(rows[0].total) : 0 }
+      })
+
+      const get = Effect.fn("Incidents.get")(function*(orgId: string, id: string) {
+        return yield* load(orgId, id).pipe(Effect.catchTag("SqlError", Effect.die))
+      })
+
+      /** Locks the incident row for the rest of the transaction; its current status and resolvedAt. */
+      const lock = (orgId: string, id: string) =>
+        Effect.flatMap(
+          sql<{ status: IncidentStatus; resolved_at: Date | null }>`
+            SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`,
+          (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(rows[0])
+        )
+
+      /**
+       * Moves the incident to `status` at `at`: entering `resolved` sets `resolvedAt` (kept
+       * when it was resolved already), leaving it clears it. Returns the event type.
+       */
+      const transition = (id: string, from: IncidentStatus, to: IncidentStatus, at: Date) =>
+        Effect.gen(function*() {
+          const resolvedAt: Fragment = to !== "resolved"
+            ? sql`NULL`
+            : from === "resolved"
+            ? sql`resolved_at`
+            : sql`${at.toISOString()}::timestamptz`
+          yield* sql`UPDATE incidents SET status = ${to}, resolved_at = ${resolvedAt} WHERE id = ${id}`
+          return to === "resolved" && from !== "resolved" ? INCIDENT_EVENTS.resolved : INCIDENT_EVENTS.updated
+        })
+
+      const update = Effect.fn("Incidents.update")(function*(orgId: string, id: string, patch: UpdateIncident) {
+        const at = yield* now
+        return yield* inTransaction(Effect.gen(function*() {
+          const current = yield* lock(orgId, id)
+          const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
+          const statusChanges = patch.status !== undefined && patch.status !== current.status
+          if (statusChanges && patch.message === undefined) {
+            issues.push({ field: "message", message: "is required with a status change" })
+          }
+          if (issues.length > 0) return yield* monitorValidationError(issues)
+          yield* sql`
+            UPDATE incidents SET
+              title = ${patch.title ?? sql`title`},
+              description = ${patch.description !== undefined ? patch.description : sql`description`},
+              severity = ${patch.severity ?? sql`severity`},
+              updated_at = ${at.toISOString()}::timestamptz
+            WHERE id = ${id}`
+          if (patch.affectedMonitors !== undefined) yield* setMonitors(id, patch.affectedMonitors)
+          const status = patch.status ?? current.status
+          const type = yield* transition(id, current.status, status, at)
+          const entry = patch.message === undefined ? null : yield* insertUpdate(id, status, patch.message, at)
+          return yield* announce(orgId, id, type, entry)
+        }))
+      })
+
+      const addUpdate = Effect.fn("Incidents.addUpdate")(
+        function*(orgId: string, id: string, input: AddIncidentUpdate) {
+          const at = yield* now
+          return yield* inTransaction(Effect.gen(function*() {
+            const current = yield* lock(orgId, id)
+            const status = input.status ?? current.status
+            const type = yield* transition(id, current.status, status, at)
+            yield* sql`UPDATE incidents SET updated_at = ${at.toISOString()}::timestamptz WHERE id = ${id}`
+            const entry = yield* insertUpdate(id, status, input.message, at)
+            yield* announce(orgId, id, type, entry)
+            return entry
+          }))
+        }
+      )
+
+      const remove = Effect.fn("Incidents.remove")(function*(orgId: string, id: string) {
+        yield* inTransaction(Effect.gen(function*() {
+          yield* lock(orgId, id)
+          const incident = yield* load(orgId, id)
+          // Updates and monitor links go with it (ON DELETE CASCADE).
+          yield* sql`DELETE FROM incidents WHERE id = ${id}`
+          yield* publish({
+            type: INCIDENT_EVENTS.deleted,
+            orgId,
+            data: { incident, update: null } satisfies IncidentEventData
+          })
+        }))
+      })
+
+      const active = Effect.fn("Incidents.active")(function*(orgId: string) {
+        const rows = yield* sql<{ id: string; severity: IncidentSeverity; updated_at: Date }>`
+          SELECT id, severity, updated_at FROM incidents WHERE org_id = ${orgId} AND status <> 'resolved'
+          ORDER BY created_at DESC, seq DESC`.pipe(Effect.orDie)
+        return rows.map((row) => ({ id: row.id, severity: row.severity, updatedAt: row.updated_at }))
+      })
+
+      const lastChangedAt = Effect.fn("Incidents.lastChangedAt")(function*(orgId: string) {
+        const rows = yield* sql<{ at: Date | null }>`
+          SELECT max(updated_at) AS at FROM incidents WHERE org_id = ${orgId}`.pipe(Effect.orDie)
+        return rows[0]?.at ?? undefined
+      })
+
+      return Incidents.of({ create, list, get, update, addUpdate, remove, active, lastChangedAt })
+    })
+  )
+}
