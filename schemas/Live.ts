@@ -8,7 +8,8 @@ import { StatusSummary } from "./Status.ts"
  *
  * - `status`: the new status summary, after any monitor status or incident change;
  * - `monitor.status`: `{monitorId, name, status, previousStatus, timestamp}`;
- * - `incident.created` | `incident.updated` | `incident.resolved`: `{incident, update}`;
+ * - `incident.created` | `incident.updated` | `incident.resolved`: `{incident, update}`
+ *   (`IncidentEventData`); `incident.deleted`: the incident as it was, `update` null;
  * - authenticated channel only: `heartbeat` (one check) and `observe.spike`.
  *
  * The client sends nothing; the server pings every 30 s and drops a client that does not
@@ -19,7 +20,8 @@ export const PublicLiveEventType = Schema.Literals([
   "monitor.status",
   "incident.created",
   "incident.updated",
-  "incident.resolved"
+  "incident.resolved",
+  "incident.deleted"
 ])
 export type PublicLiveEventType = typeof PublicLiveEventType.Type
 

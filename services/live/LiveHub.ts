@@ -33,7 +33,8 @@ const publicTypes: ReadonlySet<string> = new Set<PublicLiveEventType>([
   "monitor.status",
   "incident.created",
   "incident.updated",
-  "incident.resolved"
+  "incident.resolved",
+  "incident.deleted"
 ])
 const privateTypes: ReadonlySet<string> = new Set<PrivateLiveEventType>(["heartbeat", "observe.spike"])
 /** Events after which the organization's status summary is sent again. */

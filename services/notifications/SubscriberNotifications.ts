@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import type { IncidentEventData } from "../../schemas/Incidents.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
 import { SigningSecret } from "../subscriptions/SigningSecret.ts"
@@ -16,17 +17,6 @@ import { enqueueMails, type OutboxMail } from "./MailOutbox.ts"
  * incidents touching those components' monitors, and about incidents that name no monitor.
  * Every mail carries its unsubscribe link (and RFC 8058 one-click headers).
  */
-interface IncidentEventData {
-  readonly incident: {
-    readonly id: string
-    readonly title: string
-    readonly status: string
-    readonly severity: string
-    readonly affectedMonitors?: ReadonlyArray<string> | undefined
-  }
-  readonly update: { readonly status: string; readonly message: string; readonly createdAt: string } | null
-}
-
 const statusLabel: Record<string, string> = {
   investigating: "Investigating",
   identified: "Identified",

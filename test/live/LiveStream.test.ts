@@ -14,6 +14,7 @@ import { bootstrapOrg, request, startApp, startAppOnDatabase } from "../support/
 import { createTestDatabase } from "../support/database.ts"
 import { eventually } from "../support/wait.ts"
 import { connectLive, liveUrl, refusedStatus } from "./client.ts"
+import { createIncident } from "./incidents.ts"
 
 /** An `incident.*` event as the incidents service publishes it (`IncidentEventData`). */
 const incidentEvent = (orgId: string, type: string, id: string, extra: Record<string, unknown> = {}) => {
@@ -64,7 +65,7 @@ describe("live status stream", () => {
   it.live("a public client gets the snapshot, then incident, status and monitor events", () =>
     Effect.gen(function*() {
       const app = yield* startApp()
-      const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "live-org" })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "live-org" })
       const client = yield* connectLive(liveUrl(app.baseUrl, "/api/v1/live/live-org"))
 
       const [snapshot] = yield* eventually("snapshot", Effect.succeed(client.messages), (m) => m.length >= 1)
@@ -72,13 +73,14 @@ describe("live status stream", () => {
       expect(snapshot.data.overallStatus).toBe("operational")
       expect(Schema.is(LiveMessage)(snapshot)).toBe(true)
 
-      yield* publishWith(app.sql, incidentEvent(org.id, "incident.created", "inc_live1"))
+      const created = yield* createIncident(app.baseUrl, key, { title: "Elevated error rates", severity: "major" })
       const incident = yield* eventually(
         "incident.created",
         Effect.sync(() => client.messages.find((m) => m.type === "incident.created")),
         (m) => m !== undefined
       )
-      expect(incident!.data.incident.id).toBe("inc_live1")
+      expect(incident!.data.incident).toEqual(created)
+      expect(incident!.data.update).toEqual(created.updates[0])
       expect(incident!.at).toMatch(/^\d{4}-\d{2}-\d{2}T.*Z$/)
       yield* eventually("status after the incident", Effect.succeed(client.messages), (m) =>
         m.some((message) =>
@@ -87,19 +89,19 @@ describe("live status stream", () => {
 
       // A real monitor.status event: a monitor failing against a local target goes down.
       const url = yield* failingTarget
-      const created = yield* request(`${app.baseUrl}/api/v1/monitors`, {
+      const monitor = yield* request(`${app.baseUrl}/api/v1/monitors`, {
         token: key,
         method: "POST",
         body: { name: "Edge", url, retries: 0 }
       })
-      expect(created.status).toBe(201)
+      expect(monitor.status).toBe(201)
       const down = yield* eventually(
         "monitor.status down",
         Effect.sync(() => client.messages.find((m) => m.type === "monitor.status")),
         (m) => m !== undefined,
         { timeoutMs: 60_000 }
       )
-      expect(down!.data).toMatchObject({ monitorId: created.body.id, status: "down", previousStatus: "pending" })
+      expect(down!.data).toMatchObject({ monitorId: monitor.body.id, status: "down", previousStatus: "pending" })
       const status = yield* eventually(
         "status with the monitor down",
         Effect.sync(() => client.messages.filter((m) => m.type === "status").at(-1)),
@@ -167,16 +169,16 @@ describe("live status stream", () => {
       })
       const a = yield* startAppOnDatabase(databaseUrl, runner(yield* Effect.promise(freePort)))
       const b = yield* startAppOnDatabase(databaseUrl, runner(yield* Effect.promise(freePort)))
-      const { org } = yield* bootstrapOrg(a.baseUrl, { slug: "two-runners" })
+      const { key } = yield* bootstrapOrg(a.baseUrl, { slug: "two-runners" })
       const onB = yield* connectLive(liveUrl(b.baseUrl, "/api/v1/live/two-runners"))
       yield* eventually("snapshot on B", Effect.succeed(onB.messages), (m) => m[0]?.type === "snapshot")
-      yield* publishWith(a.sql, incidentEvent(org.id, "incident.created", "inc_from_a"))
+      const created = yield* createIncident(a.baseUrl, key, { title: "Caused through runner A" })
       const seen = yield* eventually(
         "the event on B",
         Effect.sync(() => onB.messages.find((m) => m.type === "incident.created")),
         (m) => m !== undefined
       )
-      expect(seen!.data.incident.id).toBe("inc_from_a")
+      expect(seen!.data.incident.id).toBe(created.id)
     }).pipe(Effect.scoped), 90_000)
 
   it.live("a client that stops reading is dropped while the others keep receiving", () =>

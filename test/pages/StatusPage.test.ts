@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { publish } from "../../services/platform/Events.ts"
+import { createIncident, patchIncident } from "../live/incidents.ts"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
 import { artifactPath, launchChromium } from "./browser.ts"
 
@@ -37,41 +37,32 @@ const arrangeMonitors = (sql: SqlClient.SqlClient, orgId: string) =>
     }
   }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
 
-const incidentEvent = (orgId: string, id: string, title: string, status: string, message: string) => {
-  const now = new Date().toISOString()
-  const update = { id: `upd_${id}`, status, message, createdAt: now }
-  return {
-    type: status === "resolved" ? "incident.resolved" : "incident.created",
-    orgId,
-    data: {
-      incident: {
-        id,
-        title,
-        description: null,
-        status,
-        severity: "minor",
-        affectedMonitors: [],
-        createdAt: now,
-        updatedAt: now,
-        resolvedAt: status === "resolved" ? now : null,
-        updates: [update]
-      },
-      update
-    }
-  }
-}
-
 describe("public status page", () => {
   it.live("renders the monitors and updates live in Chromium", () =>
     Effect.gen(function*() {
       const app = yield* startApp()
-      const { org } = yield* bootstrapOrg(app.baseUrl, { slug: "acme" })
+      const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "acme" })
       yield* request(`${app.baseUrl}/api/v1/admin/orgs/acme`, {
         token: adminToken,
         method: "PATCH",
         body: { name: "Acme Cloud" }
       })
       yield* arrangeMonitors(app.sql, org.id)
+      // One ongoing incident with two updates, and one from the past.
+      const ongoing = yield* createIncident(app.baseUrl, key, {
+        title: "Slow dashboard loading",
+        message: "Some dashboards load slowly; we are looking into it.",
+        affectedMonitors: ["mon_db"]
+      })
+      yield* patchIncident(app.baseUrl, key, ongoing.id, {
+        status: "identified",
+        message: "A slow database query is the cause; a fix is being rolled out."
+      })
+      const past = yield* createIncident(app.baseUrl, key, { title: "API errors in eu-west", severity: "major" })
+      yield* patchIncident(app.baseUrl, key, past.id, {
+        status: "resolved",
+        message: "Error rates are back to normal."
+      })
 
       const unknown = yield* request(`${app.baseUrl}/status/nobody`)
       expect(unknown.status).toBe(404)
@@ -90,6 +81,16 @@ describe("public status page", () => {
         expect(await page.locator("[data-monitor-id=mon_api] .bar").count()).toBe(90)
         expect(await page.locator("[data-monitor-id=mon_api] .bar.partial").count()).toBe(2)
         expect(await page.textContent("[data-monitor-id=mon_db] [data-status]")).toBe("Degraded Performance")
+        // Server-rendered incidents: the ongoing one with its timeline (newest first), the past one below.
+        const ongoingCard = page.locator(`#active-incidents [data-incident-id=${ongoing.id}]`)
+        expect(await ongoingCard.locator("h3").textContent()).toBe("Slow dashboard loading")
+        expect(await ongoingCard.locator(".timeline li").allTextContents()).toEqual([
+          expect.stringContaining("Identified - A slow database query is the cause"),
+          expect.stringContaining("Investigating - Some dashboards load slowly")
+        ])
+        expect(await page.locator(`#past-incidents [data-incident-id=${past.id}] h3`).textContent()).toBe(
+          "API errors in eu-west"
+        )
         // Every asset comes from Canopy itself.
         // (Browser-side code is passed as strings: the project compiles without DOM types.)
         const sources: Array<string> = await page.evaluate(
@@ -107,20 +108,12 @@ describe("public status page", () => {
       })
 
       // An incident is created: it appears without a reload.
-      yield* publish(
-        incidentEvent(
-          org.id,
-          "inc_page",
-          "Delayed e-mail delivery",
-          "investigating",
-          "We are investigating delays of outgoing e-mail."
-        )
-      ).pipe(
-        Effect.provideService(SqlClient.SqlClient, app.sql),
-        Effect.orDie
-      )
+      const created = yield* createIncident(app.baseUrl, key, {
+        title: "Delayed e-mail delivery",
+        message: "We are investigating delays of outgoing e-mail."
+      })
       yield* Effect.promise(async () => {
-        const card = page.locator("#active-incidents [data-incident-id=inc_page]")
+        const card = page.locator(`#active-incidents [data-incident-id=${created.id}]`)
         await card.waitFor({ timeout: 30_000 })
         expect(await card.locator("h3").textContent()).toBe("Delayed e-mail delivery")
         expect(await card.locator(".timeline li").first().textContent()).toContain("Investigating")

@@ -2,11 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/pbkdf2"
 import { Effect, Option, Redacted } from "effect"
-import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { publish } from "../../services/platform/Events.ts"
+import { createIncident, patchIncident } from "../live/incidents.ts"
 import type { ReceivedMail } from "../notifications/smtp.ts"
 import { startSmtpServer } from "../notifications/smtp.ts"
 import { bootstrapOrg, request, startApp, startAppOnDatabase } from "../support/app.ts"
@@ -33,33 +32,6 @@ const linkIn = (mail: ReceivedMail, path: string, baseUrl: string) => {
   const url = new URL(match[0].replace(/&amp;/g, "&"))
   return `${baseUrl}${url.pathname}${url.search}`
 }
-
-const incidentEvent = (orgId: string, id: string, status: string, message: string) => {
-  const now = new Date().toISOString()
-  const update = { id: `upd_${id}_${status}`, status, message, createdAt: now }
-  return {
-    type: status === "resolved" ? "incident.resolved" : "incident.created",
-    orgId,
-    data: {
-      incident: {
-        id,
-        title: "Payments are failing",
-        description: null,
-        status,
-        severity: "major",
-        affectedMonitors: [],
-        createdAt: now,
-        updatedAt: now,
-        resolvedAt: null,
-        updates: [update]
-      },
-      update
-    }
-  }
-}
-
-const publishWith = (sql: SqlClient.SqlClient, event: Parameters<typeof publish>[0]) =>
-  publish(event).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
 
 const mailsTo = (received: ReadonlyArray<ReceivedMail>, address: string, subject: string) =>
   received.filter((mail) => mail.to.includes(address) && mail.subject.includes(subject))
@@ -93,7 +65,7 @@ describe("e-mail subscriptions", () => {
     Effect.gen(function*() {
       const smtp = yield* startSmtpServer
       const app = yield* startApp({ smtpUrl: Option.some(Redacted.make(smtp.url)) })
-      const { org } = yield* bootstrapOrg(app.baseUrl, { slug: "subs-org" })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "subs-org" })
 
       // Refusals: bad address, unknown page, forged and reused tokens.
       const badEmail = yield* subscribe(app.baseUrl, { orgSlug: "subs-org", email: "nope", challengeToken: "x" })
@@ -134,7 +106,7 @@ describe("e-mail subscriptions", () => {
         (mails) => mails.length === 1
       )
       // An incident before the confirmation never reaches the subscriber.
-      yield* publishWith(app.sql, incidentEvent(org.id, "inc_early", "investigating", "Before confirmation"))
+      yield* createIncident(app.baseUrl, key, { title: "Early incident", message: "Before confirmation" })
 
       const confirmLink = linkIn(confirmation, "/api/v1/subscribe/confirm", app.baseUrl)
       const confirmed = yield* request(confirmLink)
@@ -155,10 +127,11 @@ describe("e-mail subscriptions", () => {
 
       yield* subscribeConfirmed(app, smtp, "subs-org", "bob@example.com")
 
-      yield* publishWith(
-        app.sql,
-        incidentEvent(org.id, "inc_pay", "investigating", "We are investigating failed card payments.")
-      )
+      const incident = yield* createIncident(app.baseUrl, key, {
+        title: "Payments are failing",
+        severity: "major",
+        message: "We are investigating failed card payments."
+      })
       const [notification] = yield* eventually(
         "the incident notification",
         Effect.sync(() => mailsTo(smtp.received, "ann@example.com", "Payments are failing")),
@@ -177,7 +150,7 @@ describe("e-mail subscriptions", () => {
       expect(unsubscribed.body).toContain("You are unsubscribed")
 
       // The resolution reaches Bob (still subscribed) and not Ann.
-      yield* publishWith(app.sql, incidentEvent(org.id, "inc_pay", "resolved", "Payments work again."))
+      yield* patchIncident(app.baseUrl, key, incident.id, { status: "resolved", message: "Payments work again." })
       yield* eventually(
         "Bob's resolution e-mail",
         Effect.sync(() => mailsTo(smtp.received, "bob@example.com", "Resolved: Payments are failing")),
@@ -201,12 +174,12 @@ describe("e-mail subscriptions", () => {
           dataDir: Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-subs-"))
         }
         const a = yield* startAppOnDatabase(databaseUrl, config)
-        const { org } = yield* bootstrapOrg(a.baseUrl, { slug: "restart-subs" })
+        const { key } = yield* bootstrapOrg(a.baseUrl, { slug: "restart-subs" })
         yield* subscribeConfirmed(a, smtp, "restart-subs", "carol@example.com")
 
         // The SMTP server is in trouble when the incident happens: the first attempt fails.
         smtp.state.reject = true
-        yield* publishWith(a.sql, incidentEvent(org.id, "inc_restart", "investigating", "Queued across a restart"))
+        yield* createIncident(a.baseUrl, key, { title: "Payments are failing", message: "Queued across a restart" })
         yield* eventually(
           "a failed attempt",
           a.sql<{ attempts: number }>`

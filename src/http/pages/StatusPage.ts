@@ -1,5 +1,6 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
+import { Incidents } from "../../../services/incidents/Incidents.ts"
 import { Monitors } from "../../../services/monitoring/Monitors.ts"
 import type { DailyUptime } from "../../../services/monitoring/Uptime.ts"
 import { Uptime } from "../../../services/monitoring/Uptime.ts"
@@ -16,6 +17,7 @@ import { type PageRow, renderStatusPage, type UptimeDay } from "./renderStatusPa
  * over the live stream. Limited per client IP like the status summary.
  */
 const DAYS = 90
+const PAST_INCIDENTS = 10
 const DAY_MS = 86_400_000
 
 /** The last `DAYS` UTC dates, oldest first. */
@@ -90,13 +92,15 @@ export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) 
       }))
     }
 
+    // The 50 newest incidents: the unresolved ones on top, the resolved ones as history.
+    const { incidents } = yield* (yield* Incidents).list(org.value.id, { limit: 50 })
     return htmlResponse(renderStatusPage({
       slug: org.value.slug,
       orgName: org.value.name,
       summary,
       rows,
-      activeIncidents: [],
-      pastIncidents: []
+      activeIncidents: incidents.filter((incident) => incident.status !== "resolved"),
+      pastIncidents: incidents.filter((incident) => incident.status === "resolved").slice(0, PAST_INCIDENTS)
     }))
   }))
 

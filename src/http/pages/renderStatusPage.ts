@@ -1,3 +1,4 @@
+import type { Incident } from "../../../schemas/Incidents.ts"
 import type { OverallStatus, StatusSummary } from "../../../schemas/Status.ts"
 import { escapeHtml, pageShell } from "./html.ts"
 
@@ -6,22 +7,7 @@ import { escapeHtml, pageShell } from "./html.ts"
  * carries `data-*` hooks that `status.js` uses to apply live events without a reload; the
  * incident card markup is mirrored there (`incidentCard`), so keep the two in step.
  */
-export interface PageIncidentUpdate {
-  readonly id: string
-  readonly status: string
-  readonly message: string
-  readonly createdAt: string
-}
-
-export interface PageIncident {
-  readonly id: string
-  readonly title: string
-  readonly status: string
-  readonly severity: string
-  readonly createdAt: string
-  readonly resolvedAt?: string | null | undefined
-  readonly updates: ReadonlyArray<PageIncidentUpdate>
-}
+type PageIncident = Pick<Incident, "id" | "title" | "status" | "severity" | "updates">
 
 export interface UptimeDay {
   readonly date: string

@@ -74,11 +74,12 @@
     })
   }
 
-  function applyIncident(incident) {
+  function applyIncident(incident, deleted) {
     var existing = document.querySelectorAll("[data-incident-id=\"" + CSS.escape(incident.id) + "\"]")
     existing.forEach(function(element) {
       element.remove()
     })
+    if (deleted) return
     if (incident.status === "resolved") {
       var past = document.getElementById("past-incidents")
       var none = past.querySelector("[data-no-past]")
@@ -106,7 +107,9 @@
       if (event.type === "snapshot" || event.type === "status") applySummary(event.data)
       else if (event.type === "monitor.status") {
         setRow("[data-monitor-id=\"" + CSS.escape(event.data.monitorId) + "\"]", event.data.status)
-      } else if (event.type.indexOf("incident.") === 0) applyIncident(event.data.incident)
+      } else if (event.type.indexOf("incident.") === 0) {
+        applyIncident(event.data.incident, event.type === "incident.deleted")
+      }
       document.body.setAttribute(
         "data-live-events",
         String(Number(document.body.getAttribute("data-live-events") || 0) + 1)
