@@ -41,13 +41,15 @@ const subscribeConfirmed = (
   app: { baseUrl: string },
   smtp: { received: Array<ReceivedMail> },
   slug: string,
-  email: string
+  email: string,
+  components?: ReadonlyArray<string>
 ) =>
   Effect.gen(function*() {
     const answer = yield* subscribe(app.baseUrl, {
       orgSlug: slug,
       email,
-      challengeToken: yield* solvedToken(app.baseUrl)
+      challengeToken: yield* solvedToken(app.baseUrl),
+      ...(components === undefined ? {} : { components })
     })
     expect(answer.status).toBe(200)
     const [confirmation] = yield* eventually(
@@ -199,6 +201,58 @@ describe("e-mail subscriptions", () => {
         SELECT sent_at IS NOT NULL AS sent FROM mail_outbox WHERE idempotency_key LIKE 'incident:%'`
         expect(rows).toEqual([{ sent: true }])
         expect(mailsTo(smtp.received, "carol@example.com", "Payments are failing")).toHaveLength(1)
+      }).pipe(Effect.scoped),
+    120_000
+  )
+
+  it.live(
+    "a component filter limits notifications to incidents touching those components",
+    () =>
+      Effect.gen(function*() {
+        const smtp = yield* startSmtpServer
+        const app = yield* startApp({ smtpUrl: Option.some(Redacted.make(smtp.url)) })
+        const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "filter-org" })
+        for (const [component, monitor] of [["cmp_web", "mon_web"], ["cmp_db", "mon_db"]]) {
+          yield* app.sql`
+          INSERT INTO monitors (id, org_id, name, url, next_check_at)
+          VALUES (${monitor}, ${org.id}, ${monitor}, 'http://127.0.0.1:9/', now() + interval '1 hour')`
+          yield* app.sql`
+          INSERT INTO components (id, org_id, name, position, created_at, updated_at)
+          VALUES (${component}, ${org.id}, ${component}, 0, now(), now())`
+          yield* app
+            .sql`INSERT INTO component_monitors (component_id, monitor_id, position) VALUES (${component}, ${monitor}, 0)`
+        }
+        const unknown = yield* subscribe(app.baseUrl, {
+          orgSlug: "filter-org",
+          email: "dan@example.com",
+          challengeToken: yield* solvedToken(app.baseUrl),
+          components: ["cmp_nope"]
+        })
+        expect(unknown.body).toMatchObject({ success: false, error: "validation_error" })
+        yield* subscribeConfirmed(app, smtp, "filter-org", "dan@example.com", ["cmp_db"])
+
+        yield* createIncident(app.baseUrl, key, { title: "Web is down", affectedMonitors: ["mon_web"] })
+        yield* createIncident(app.baseUrl, key, { title: "Database is slow", affectedMonitors: ["mon_db", "mon_web"] })
+        yield* createIncident(app.baseUrl, key, { title: "Everything is slow" })
+        const mails = yield* eventually(
+          "Dan's notifications",
+          Effect.sync(() =>
+            smtp.received.filter((mail) =>
+              mail.to.includes("dan@example.com") && mail.subject.includes("Investigating")
+            )
+          ),
+          (received) => received.length >= 2
+        )
+        expect(mails.map((mail) => mail.subject).sort()).toEqual([
+          "[FILTER-ORG] Investigating: Database is slow",
+          "[FILTER-ORG] Investigating: Everything is slow"
+        ])
+        // The consumer handled the events in order, so the first one is decided: nothing for it.
+        const queued = yield* app.sql<
+          { subject: string }
+        >`SELECT subject FROM mail_outbox WHERE recipient = 'dan@example.com'`
+        expect(queued.map((row) => row.subject)).not.toContain("[FILTER-ORG] Investigating: Web is down")
+        expect(queued).toHaveLength(3)
       }).pipe(Effect.scoped),
     120_000
   )
