@@ -11,16 +11,13 @@
  * database, no Effect) fanning the same payload out to the same number of clients; the
  * ratio row divides Canopy's figures by it.
  */
-import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect, Exit, Scope } from "effect"
 import type { ChildProcess } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { WebSocket } from "ws"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { publish } from "../services/platform/Events.ts"
 import { freePort, percentile, printTable, startProcess, stop } from "./support.ts"
 
 const env = (name: string, fallback: number) => {
@@ -42,8 +39,8 @@ const procStat = (pid: number) => {
   return { ticks: Number(fields[11]) + Number(fields[12]), rss: Number(fields[21]) * 4096 }
 }
 
-/** The incident payload of event `seq` (the same bytes for both systems). */
-const payload = (seq: number) => {
+/** The bare server's data for event `seq`: the shape and size of Canopy's `incident.created` data. */
+const barePayload = (seq: number) => {
   const now = new Date().toISOString()
   const update = {
     id: `upd_bench_${seq}`,
@@ -150,11 +147,6 @@ const main = async () => {
   const children: Array<ChildProcess> = []
   try {
     const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: pgDir }).pipe(Scope.provide(scope)))
-    const sqlContext = await Effect.runPromise(
-      Layer.buildWithScope(PgClient.layer({ url: Redacted.make(pg.url), maxConnections: 2 }), scope)
-    )
-    const sql = Context.get(sqlContext, SqlClient.SqlClient)
-
     const port = await freePort()
     const canopy = await startProcess("src/main.ts", {
       DATABASE_URL: pg.url,
@@ -164,11 +156,15 @@ const main = async () => {
       ADMIN_TOKEN
     }, `http://127.0.0.1:${port}/readyz`)
     children.push(canopy)
-    const created = await fetch(`http://127.0.0.1:${port}/api/v1/admin/orgs`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ slug: "bench", name: "Bench", plan: "enterprise" })
-    }).then((response) => response.json()) as { id: string }
+    const admin = (path: string, body: unknown) =>
+      fetch(`http://127.0.0.1:${port}/api/v1/admin${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      }).then((response) => response.json())
+    await admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
+    await admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+    const { key } = await admin("/orgs/bench/keys", { username: "bench" }) as { key: string }
 
     const barePort = await freePort()
     const bare = await startProcess(
@@ -179,14 +175,16 @@ const main = async () => {
     children.push(bare)
 
     const runs = [
-      await measure("canopy", canopy.pid!, `ws://127.0.0.1:${port}/api/v1/live/bench`, (seq) =>
-        Effect.runPromise(
-          publish({ type: "incident.created", orgId: created.id, data: payload(seq) }).pipe(
-            Effect.provideService(SqlClient.SqlClient, sql)
-          )
-        )),
+      await measure("canopy", canopy.pid!, `ws://127.0.0.1:${port}/api/v1/live/bench`, async (seq) => {
+        const response = await fetch(`http://127.0.0.1:${port}/api/v1/incidents`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+          body: JSON.stringify({ title: `bench-${seq}`, description: "Latency benchmark incident" })
+        })
+        if (response.status !== 201) throw new Error(`create incident: ${response.status} ${await response.text()}`)
+      }),
       await measure("bare ws", bare.pid!, `ws://127.0.0.1:${barePort}/`, async (seq) => {
-        await fetch(`http://127.0.0.1:${barePort}/publish`, { method: "POST", body: JSON.stringify(payload(seq)) })
+        await fetch(`http://127.0.0.1:${barePort}/publish`, { method: "POST", body: JSON.stringify(barePayload(seq)) })
       })
     ]
     const rows = runs.map((run) => ({
