@@ -121,6 +121,21 @@ describe("public status page", () => {
         await page.screenshot({ path: artifactPath("status-page.png"), fullPage: true })
       })
 
+      // A visitor subscribes: the ALTCHA widget solves the server's challenge in the browser.
+      yield* Effect.promise(async () => {
+        await page.click(".subscribe-toggle")
+        await page.fill("#subscribe-email", "visitor@example.com")
+        await page.waitForFunction(`document.querySelector("input[name=altcha]")?.value`, undefined, {
+          timeout: 60_000
+        })
+        await page.click("#subscribe-form button[type=submit]")
+        await page.waitForFunction(`document.getElementById("subscribe-message").textContent !== ""`)
+        expect(await page.textContent("#subscribe-message")).toContain("Check your inbox")
+        await page.screenshot({ path: artifactPath("status-page-subscribe.png") })
+      })
+      const pending = yield* app.sql<{ email: string }>`SELECT email FROM subscribers WHERE confirmed_at IS NULL`
+      expect(pending).toEqual([{ email: "visitor@example.com" }])
+
       // The same page on a phone.
       const phone = yield* launchChromium({ width: 390, height: 844 })
       const mobile = yield* Effect.promise(() => phone.newPage())

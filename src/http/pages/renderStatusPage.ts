@@ -125,6 +125,12 @@ export const renderStatusPage = (model: StatusPageModel): string => {
       escapeHtml(model.orgName)
     } incidents" href="/api/v1/feed/${escapeHtml(model.slug)}">
 <script type="module" src="/status-assets/altcha.js"></script>
+<script type="application/json" id="status-labels">${
+      // `<` escaped so no label can close the script element.
+      JSON.stringify({ overall: overallText, rows: rowStatusText, incidents: statusLabel }).replace(
+        /</g,
+        "\\u003c"
+      )}</script>
 <script defer src="/status-assets/status.js"></script>`,
     body: `<header class="masthead"><div class="container masthead-inner">
 <a class="brand" href="/status/${escapeHtml(model.slug)}"><span class="logo">${

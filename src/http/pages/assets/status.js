@@ -6,28 +6,11 @@
   if (!main) return
   var slug = main.getAttribute("data-slug")
 
-  var overallText = {
-    operational: "All Systems Operational",
-    degraded: "Degraded Performance",
-    partial_outage: "Partial System Outage",
-    major_outage: "Major System Outage"
-  }
-  var rowText = {
-    operational: "Operational",
-    degraded: "Degraded Performance",
-    partial_outage: "Partial Outage",
-    major_outage: "Major Outage",
-    up: "Operational",
-    pending: "Operational",
-    down: "Major Outage",
-    paused: "Paused"
-  }
-  var statusLabel = {
-    investigating: "Investigating",
-    identified: "Identified",
-    monitoring: "Monitoring",
-    resolved: "Resolved"
-  }
+  // The label tables come from the page (renderStatusPage.ts), so the two never disagree.
+  var labels = JSON.parse(document.getElementById("status-labels").textContent)
+  var overallText = labels.overall
+  var rowText = labels.rows
+  var statusLabel = labels.incidents
 
   function escapeHtml(text) {
     return String(text).replace(/[&<>"']/g, function(c) {
