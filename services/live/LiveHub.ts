@@ -219,6 +219,9 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
       ws.on("pong", () => {
         client.alive = true
       })
+      // Protocol errors (an oversized or malformed frame) close the socket; `ws` reports them
+      // as "error" events, which must be handled or they would crash the process.
+      ws.on("error", () => ws.terminate())
       ws.once("close", () => detach(client))
       if (ws.readyState > OPEN) detach(client)
       return sendSnapshot(client)

@@ -1,7 +1,7 @@
 import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { Mailer } from "../platform/Mailer.ts"
+import { Mailer, MailError } from "../platform/Mailer.ts"
 
 /**
  * The durable mail outbox: notifications are rows of `mail_outbox`, written in the
@@ -110,6 +110,11 @@ export class MailOutbox extends Context.Service<MailOutbox, {
             html: mail.htmlBody ?? undefined,
             headers: mail.headers ?? undefined
           }).pipe(
+            // Well inside the lease, so no other runner picks the mail up while this send is running.
+            Effect.timeoutOrElse({
+              duration: "60 seconds",
+              orElse: () => Effect.fail(new MailError({ message: "Sending timed out after 60 s" }))
+            }),
             Effect.andThen(sql`UPDATE mail_outbox SET sent_at = now(), last_error = NULL WHERE id = ${mail.id}`),
             Effect.catchTag("MailError", (error) => {
               const giveUp = mail.attempts >= maxAttempts

@@ -121,6 +121,18 @@ describe("live status stream", () => {
       expect(yield* refusedStatus(liveUrl(app.baseUrl, "/api/v1/live"))).toBe("HTTP 401")
       expect(yield* refusedStatus(liveUrl(app.baseUrl, "/api/v1/live?access_token=cnp_nope"))).toBe("HTTP 401")
       expect(yield* refusedStatus(liveUrl(app.baseUrl, `/api/v1/live?access_token=${key}`))).toBe("HTTP 403")
+      expect(yield* refusedStatus(liveUrl(app.baseUrl, "/api/v1/live/%E0%A4%A"))).toBe("HTTP 404")
+      // A client sending an oversized frame is closed (1009); the server keeps serving.
+      const chatty = yield* connectLive(liveUrl(app.baseUrl, "/api/v1/live/live-refuse"))
+      chatty.ws.send("x".repeat(10_000))
+      yield* eventually(
+        "the oversized frame refused",
+        Effect.sync(() => chatty.closed.code),
+        (code) => code !== undefined
+      )
+      expect(chatty.closed.code).toBe(1009)
+      const after = yield* connectLive(liveUrl(app.baseUrl, "/api/v1/live/live-refuse"))
+      yield* eventually("a snapshot after that", Effect.succeed(after.messages), (m) => m[0]?.type === "snapshot")
       const plain = yield* request(`${app.baseUrl}/api/v1/live/live-refuse`)
       expect(plain.status).toBe(400)
       expect(plain.body.error).toBe("validation_error")

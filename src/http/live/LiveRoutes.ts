@@ -129,7 +129,13 @@ export const LiveUpgrades = Layer.effectDiscard(Effect.gen(function*() {
     const match = livePath.exec(request.url ?? "")
     if (match === null || request.method !== "GET") return false
     socket.on("error", () => {}) // a peer reset before the handshake is not an error of ours
-    run(handle(request, socket, head, match[1] === undefined ? undefined : decodeURIComponent(match[1])))
+    let slug: string | undefined
+    try {
+      slug = match[1] === undefined ? undefined : decodeURIComponent(match[1])
+    } catch {
+      slug = "" // malformed percent-encoding: no such page
+    }
+    run(handle(request, socket, head, slug))
     return true
   }
   yield* Effect.addFinalizer(() =>
