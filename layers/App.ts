@@ -13,6 +13,7 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
+import { Components } from "../services/status/Components.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
 import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
@@ -35,7 +36,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
-    Layer.provideMerge(Incidents.layer),
+    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)

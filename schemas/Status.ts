@@ -22,3 +22,32 @@ export const StatusSummary = Schema.Struct({
   }))
 })
 export type StatusSummary = typeof StatusSummary.Type
+
+/** Status of one component (GUIDE §6): the same values as the overall status. */
+export const ComponentStatus = OverallStatus
+export type ComponentStatus = OverallStatus
+
+/** Widget data (spec "Widget data"): `uptime` is the 30-day figure; CORS enabled. */
+export const Widget = Schema.Struct({
+  status: OverallStatus,
+  uptime: Schema.Number,
+  monitors: Schema.Int,
+  incidents: Schema.Int,
+  /** The newest heartbeat or incident change (ISO 8601). */
+  lastUpdated: Schema.String
+})
+export type Widget = typeof Widget.Type
+
+export const BadgeStyle = Schema.Literals(["flat", "flat-square", "plastic", "for-the-badge"])
+export type BadgeStyle = typeof BadgeStyle.Type
+
+export const BadgePeriod = Schema.Literals(["24h", "7d", "30d"])
+export type BadgePeriod = typeof BadgePeriod.Type
+
+/** `GET /api/v1/badge/{slug}/{monitorId}` query (GUIDE §6); an unknown style is a 400. */
+export const BadgeQuery = Schema.Struct({
+  style: Schema.optional(BadgeStyle),
+  label: Schema.optional(Schema.String.check(Schema.isMaxLength(100))),
+  period: Schema.optional(BadgePeriod)
+})
+export type BadgeQuery = typeof BadgeQuery.Type

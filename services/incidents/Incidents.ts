@@ -51,6 +51,8 @@ const toIncident = (row: IncidentRow): Incident => ({
 
 export interface ListIncidentsOptions {
   readonly status?: IncidentStatus | undefined
+  /** Only those not resolved (ignored when `status` is given); for public pages. */
+  readonly unresolved?: boolean | undefined
   /** 1–100, default 50. */
   readonly limit?: number | undefined
 }
@@ -180,7 +182,11 @@ export class Incidents extends Context.Service<Incidents, {
 
       const list = Effect.fn("Incidents.list")(function*(orgId: string, options?: ListIncidentsOptions) {
         const limit = Math.min(100, Math.max(1, Math.trunc(options?.limit ?? 50)))
-        const filter = options?.status === undefined ? sql.literal("") : sql`AND i.status = ${options.status}`
+        const filter = options?.status !== undefined
+          ? sql`AND i.status = ${options.status}`
+          : options?.unresolved === true
+          ? sql`AND i.status <> 'resolved'`
+          : sql.literal("")
         const rows = yield* selectIncidents(sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(Effect.orDie)
         return { incidents: rows.map(toIncident), count: rows.length > 0 ? Number(rows[0].total) : 0 }
       })

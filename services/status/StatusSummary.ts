@@ -1,9 +1,12 @@
-import { Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/Errors.ts"
-import type { OverallStatus, StatusSummary as Summary } from "../../schemas/Status.ts"
+import type { Incident, IncidentSeverity } from "../../schemas/Incidents.ts"
+import type { OverallStatus, StatusSummary as Summary, Widget } from "../../schemas/Status.ts"
+import { type ActiveIncident, Incidents } from "../incidents/Incidents.ts"
 import { roundUptime } from "../monitoring/Monitors.ts"
-import { Uptime } from "../monitoring/Uptime.ts"
+import { Uptime, type UptimeWindow } from "../monitoring/Uptime.ts"
+import { Components } from "./Components.ts"
 
 export interface MonitorStatusCounts {
   readonly total: number
@@ -13,55 +16,211 @@ export interface MonitorStatusCounts {
 }
 
 /**
- * GUIDE §6 over active monitors: all down is a major outage, some down a partial one, any
- * degraded is degraded. (Incidents join this rule once incidents exist.)
+ * GUIDE §6: `major_outage` if an unresolved `major` incident exists or every active monitor
+ * is down; `partial_outage` if any monitor is down; `degraded` if any monitor is degraded or
+ * an unresolved `minor` incident exists; else `operational`. Maintenance does not lower it.
  */
-export const overallStatus = (counts: MonitorStatusCounts): OverallStatus =>
-  counts.total > 0 && counts.down === counts.total
+export const overallStatus = (
+  counts: MonitorStatusCounts,
+  unresolved: ReadonlyArray<{ readonly severity: IncidentSeverity }> = []
+): OverallStatus =>
+  unresolved.some((incident) => incident.severity === "major") || (counts.total > 0 && counts.down === counts.total)
     ? "major_outage"
     : counts.down > 0
     ? "partial_outage"
-    : counts.degraded > 0
+    : counts.degraded > 0 || unresolved.some((incident) => incident.severity === "minor")
     ? "degraded"
     : "operational"
+
+/**
+ * GUIDE §6 over a component's active monitors: all down is `major_outage`, some down
+ * `partial_outage`, any degraded `degraded`, else (also with no monitor) `operational`.
+ */
+export const componentStatus = (statuses: ReadonlyArray<string>): OverallStatus => {
+  const down = statuses.filter((status) => status === "down").length
+  return statuses.length > 0 && down === statuses.length
+    ? "major_outage"
+    : down > 0
+    ? "partial_outage"
+    : statuses.includes("degraded")
+    ? "degraded"
+    : "operational"
+}
+
+/** A pending monitor (no check yet) counts as operational. */
+export const countMonitors = (statuses: ReadonlyArray<string>): MonitorStatusCounts => ({
+  total: statuses.length,
+  operational: statuses.filter((status) => status === "up" || status === "pending").length,
+  degraded: statuses.filter((status) => status === "degraded").length,
+  down: statuses.filter((status) => status === "down").length
+})
 
 const average = (values: ReadonlyArray<number>) =>
   values.length === 0 ? 100 : values.reduce((sum, value) => sum + value, 0) / values.length
 
-/** The public status summary of an organization, by slug; paused monitors are left out. */
+/** What a public page shows about one monitor: its name and uptime, `null` without data. */
+export interface PublicMonitorUptime {
+  readonly id: string
+  readonly name: string
+  readonly uptime: number | null
+}
+
+/** The incidents a public status page shows, each with its timeline, newest first. */
+export interface PublicIncidents {
+  /** Every unresolved incident (maintenance included). */
+  readonly active: ReadonlyArray<Incident>
+  /** The most recent resolved ones. */
+  readonly past: ReadonlyArray<Incident>
+}
+
+/** The organization a public slug names. */
+export interface PublicOrganization {
+  readonly id: string
+  readonly slug: string
+  readonly name: string
+}
+
+interface MonitorRow {
+  readonly id: string
+  readonly name: string
+  readonly status: string
+  readonly last_checked_at: Date | null
+}
+
+/**
+ * The single source of public status: the summary (overall and component status, uptime,
+ * active incidents), the widget, and the uptime a badge shows. Paused monitors are left out
+ * of everything but badges.
+ */
 export class StatusSummary extends Context.Service<StatusSummary, {
+  /** The organization behind a public slug. */
+  organization(slug: string): Effect.Effect<PublicOrganization, NotFound>
   get(slug: string): Effect.Effect<Summary, NotFound>
+  forOrganization(orgId: string): Effect.Effect<Summary>
+  widget(slug: string): Effect.Effect<Widget, NotFound>
+  /** Active incidents and the `pastLimit` (1–100, default 20) latest resolved ones. */
+  incidents(orgId: string, pastLimit?: number): Effect.Effect<PublicIncidents>
+  /** A monitor of the organization (active or paused) and its uptime over `window`. */
+  monitorUptime(slug: string, monitorId: string, window: UptimeWindow): Effect.Effect<PublicMonitorUptime, NotFound>
 }>()("canopy/status/StatusSummary") {
   static readonly layer = Layer.effect(
     StatusSummary,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const uptime = yield* Uptime
-      const get = Effect.fn("StatusSummary.get")(function*(slug: string) {
-        const orgs = yield* sql<{ id: string }>`SELECT id FROM organizations WHERE slug = ${slug}`.pipe(Effect.orDie)
+      const incidents = yield* Incidents
+      const components = yield* Components
+
+      const organization = Effect.fn("StatusSummary.organization")(function*(slug: string) {
+        const orgs = yield* sql<PublicOrganization>`
+          SELECT id, slug, name FROM organizations WHERE slug = ${slug}`.pipe(Effect.orDie)
         if (orgs.length === 0) return yield* new NotFound({ message: `No status page for '${slug}'` })
-        const monitors = yield* sql<{ id: string; status: string }>`
-          SELECT id, status FROM monitors WHERE org_id = ${orgs[0].id} AND active`.pipe(Effect.orDie)
-        const counts = {
-          total: monitors.length,
-          operational: monitors.filter((m) => m.status === "up" || m.status === "pending").length,
-          degraded: monitors.filter((m) => m.status === "degraded").length,
-          down: monitors.filter((m) => m.status === "down").length
-        }
-        const figures = [...(yield* uptime.uptime(monitors.map((m) => m.id), ["24h", "7d", "30d"])).values()]
-        return {
-          overallStatus: overallStatus(counts),
-          monitors: counts,
-          activeIncidents: 0,
-          uptime: {
-            day: roundUptime(average(figures.map((f) => f["24h"]))),
-            week: roundUptime(average(figures.map((f) => f["7d"]))),
-            month: roundUptime(average(figures.map((f) => f["30d"])))
-          },
-          components: []
-        }
+        return orgs[0]
       })
-      return StatusSummary.of({ get })
+
+      const activeMonitors = (orgId: string) =>
+        sql<MonitorRow>`
+          SELECT id, name, status, last_checked_at FROM monitors WHERE org_id = ${orgId} AND active
+          ORDER BY created_at, id`.pipe(Effect.orDie)
+
+      const summarize = (
+        monitors: ReadonlyArray<MonitorRow>,
+        unresolved: ReadonlyArray<ActiveIncident>,
+        orgId: string
+      ) =>
+        Effect.gen(function*() {
+          const counts = countMonitors(monitors.map((m) => m.status))
+          const figures = [...(yield* uptime.uptime(monitors.map((m) => m.id), ["24h", "7d", "30d"])).values()]
+          const byId = new Map(monitors.map((m) => [m.id, m]))
+          const { components: defined } = yield* components.list(orgId)
+          return {
+            overallStatus: overallStatus(counts, unresolved),
+            monitors: counts,
+            activeIncidents: unresolved.length,
+            uptime: {
+              day: roundUptime(average(figures.map((f) => f["24h"]))),
+              week: roundUptime(average(figures.map((f) => f["7d"]))),
+              month: roundUptime(average(figures.map((f) => f["30d"])))
+            },
+            components: defined.map((component) => {
+              const members = component.monitorIds.flatMap((id) => {
+                const monitor = byId.get(id)
+                return monitor === undefined ? [] : [{ id: monitor.id, name: monitor.name, status: monitor.status }]
+              })
+              return {
+                id: component.id,
+                name: component.name,
+                status: componentStatus(members.map((m) => m.status)),
+                monitors: members
+              }
+            })
+          } satisfies Summary
+        })
+
+      const forOrganization = Effect.fn("StatusSummary.forOrganization")(function*(orgId: string) {
+        const [monitors, unresolved] = yield* Effect.all([activeMonitors(orgId), incidents.active(orgId)])
+        return yield* summarize(monitors, unresolved, orgId)
+      })
+
+      const get = Effect.fn("StatusSummary.get")(function*(slug: string) {
+        return yield* forOrganization((yield* organization(slug)).id)
+      })
+
+      const widget = Effect.fn("StatusSummary.widget")(function*(slug: string) {
+        const org = yield* organization(slug)
+        const [monitors, unresolved, incidentChange] = yield* Effect.all([
+          activeMonitors(org.id),
+          incidents.active(org.id),
+          incidents.lastChangedAt(org.id)
+        ])
+        const summary = yield* summarize(monitors, unresolved, org.id)
+        // The newest heartbeat is each monitor's last check; with no data at all, now.
+        const times = [
+          ...monitors.flatMap((m) => m.last_checked_at === null ? [] : [m.last_checked_at.getTime()]),
+          ...(incidentChange === undefined ? [] : [incidentChange.getTime()])
+        ]
+        const lastUpdated = times.length > 0 ? Math.max(...times) : yield* Clock.currentTimeMillis
+        return {
+          status: summary.overallStatus,
+          uptime: summary.uptime.month,
+          monitors: summary.monitors.total,
+          incidents: summary.activeIncidents,
+          lastUpdated: new Date(lastUpdated).toISOString()
+        } satisfies Widget
+      })
+
+      const monitorUptime = Effect.fn("StatusSummary.monitorUptime")(
+        function*(slug: string, monitorId: string, window: UptimeWindow) {
+          const org = yield* organization(slug)
+          const rows = yield* sql<{ id: string; name: string }>`
+            SELECT id, name FROM monitors WHERE id = ${monitorId} AND org_id = ${org.id}`.pipe(Effect.orDie)
+          if (rows.length === 0) return yield* new NotFound({ message: `Monitor '${monitorId}' not found` })
+          const totals = (yield* uptime.totals([monitorId], [window])).get(monitorId)?.[window]
+          const measured = totals !== undefined && totals.upMs + totals.downMs > 0
+          return {
+            id: rows[0].id,
+            name: rows[0].name,
+            uptime: measured ? roundUptime((totals.upMs / (totals.upMs + totals.downMs)) * 100) : null
+          }
+        }
+      )
+
+      const publicIncidents = Effect.fn("StatusSummary.incidents")(function*(orgId: string, pastLimit = 20) {
+        const [active, past] = yield* Effect.all([
+          incidents.list(orgId, { unresolved: true, limit: 100 }),
+          incidents.list(orgId, { status: "resolved", limit: pastLimit })
+        ])
+        return { active: active.incidents, past: past.incidents }
+      })
+
+      return StatusSummary.of({
+        organization,
+        get,
+        forOrganization,
+        widget,
+        incidents: publicIncidents,
+        monitorUptime
+      })
     })
   )
 }

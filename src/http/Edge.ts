@@ -63,6 +63,10 @@ const notFoundOrWrongMethod = (path: string, method: string) => {
 const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag !== "Empty" && /json/.test(String((response.body as { contentType?: string }).contentType))
 
+/** An error answered with an image on purpose (the badge's grey "not found") keeps its body. */
+const isImageBody = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag !== "Empty" && /^image\//.test(String((response.body as { contentType?: string }).contentType))
+
 /** Turns whatever escaped the handlers into the GUIDE §4 body; stack traces stay in the log. */
 const responseForCause = (path: string, method: string) => (cause: Cause.Cause<unknown>) =>
   Effect.gen(function*() {
@@ -116,7 +120,8 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     const path = queryAt < 0 ? request.url : request.url.slice(0, queryAt)
     const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(path) : undefined
     const finish = (response: HttpServerResponse.HttpServerResponse) => {
-      const normalized = response.status >= 400 && path.startsWith("/api/") && !isJsonBody(response)
+      const normalized = response.status >= 400 && path.startsWith("/api/") && !isJsonBody(response) &&
+          !isImageBody(response)
         ? errorResponse(response.status, defaultError(response.status).error, defaultError(response.status).message)
           .pipe(HttpServerResponse.setHeaders(withoutBodyHeaders(response.headers)))
         : response

@@ -4,6 +4,7 @@ import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
@@ -16,13 +17,14 @@ import { LiveRoutes } from "./live/LiveRoutes.ts"
 import { StatusAssets } from "./pages/Assets.ts"
 import { StatusPages } from "./pages/StatusPage.ts"
 import { SubscriptionPages } from "./pages/SubscriptionPages.ts"
+import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
 import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
-  Layer.provide([IncidentsHandlers]),
+  Layer.provide([IncidentsHandlers, ComponentsHandlers]),
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
@@ -36,6 +38,7 @@ export const HttpAppLive = Layer.mergeAll(
   SubscriptionPages,
   StatusPages,
   StatusAssets,
+  PublicStatusRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )

@@ -38,7 +38,7 @@ const arrangeMonitors = (sql: SqlClient.SqlClient, orgId: string) =>
   }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
 
 describe("public status page", () => {
-  it.live("renders the monitors and updates live in Chromium", () =>
+  it.live("renders components and incidents, updates live and subscribes in Chromium", () =>
     Effect.gen(function*() {
       const app = yield* startApp()
       const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "acme" })
@@ -66,6 +66,28 @@ describe("public status page", () => {
 
       const unknown = yield* request(`${app.baseUrl}/status/nobody`)
       expect(unknown.status).toBe(404)
+      // Without components, every active monitor is a row of its own.
+      const byMonitor = yield* request(`${app.baseUrl}/status/acme`)
+      expect(byMonitor.body).toContain(`data-monitor-id="mon_api"`)
+      expect(byMonitor.body).toContain("Public API")
+
+      // The page's rows are the components.
+      const components = []
+      for (
+        const [name, monitorIds, position] of [
+          ["Website and API", ["mon_web", "mon_api"], 0],
+          ["Database cluster", ["mon_db"], 1]
+        ] as const
+      ) {
+        const created = yield* request(`${app.baseUrl}/api/v1/components`, {
+          token: key,
+          method: "POST",
+          body: { name, monitorIds, position }
+        })
+        expect(created.status).toBe(201)
+        components.push(created.body.id as string)
+      }
+      const [webId, dbId] = components
 
       const browser = yield* launchChromium()
       const page = yield* Effect.promise(() => browser.newPage())
@@ -76,11 +98,15 @@ describe("public status page", () => {
       yield* Effect.promise(async () => {
         expect(await page.title()).toBe("Acme Cloud Status")
         expect(await page.textContent("#overall [data-overall-text]")).toBe("Degraded Performance")
-        const names = await page.locator(".row-name").allTextContents()
-        expect(names.sort()).toEqual(["Database cluster", "Public API", "Website"])
-        expect(await page.locator("[data-monitor-id=mon_api] .bar").count()).toBe(90)
-        expect(await page.locator("[data-monitor-id=mon_api] .bar.partial").count()).toBe(2)
-        expect(await page.textContent("[data-monitor-id=mon_db] [data-status]")).toBe("Degraded Performance")
+        expect(await page.locator(".row-name").allTextContents()).toEqual(["Website and API", "Database cluster"])
+        const web = page.locator(`[data-component-id=${webId}]`)
+        expect(await web.locator(".bar").count()).toBe(90)
+        // The API's two hours of downtime show on its component's bars (1 h of 48 h a day).
+        expect(await web.locator(".bar.partial").count()).toBe(2)
+        expect(await web.locator("[data-status]").textContent()).toBe("Operational")
+        const db = page.locator(`[data-component-id=${dbId}]`)
+        expect(await db.locator("[data-status]").textContent()).toBe("Degraded Performance")
+        expect(await db.locator(".bar.minor").count()).toBe(1)
         // Server-rendered incidents: the ongoing one with its timeline (newest first), the past one below.
         const ongoingCard = page.locator(`#active-incidents [data-incident-id=${ongoing.id}]`)
         expect(await ongoingCard.locator("h3").textContent()).toBe("Slow dashboard loading")

@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { ComponentsApi } from "./Components.ts"
 import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
@@ -19,6 +20,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(AdminApi)
   .add(StatusApi)
   .add(IncidentsApi)
+  .add(ComponentsApi)
   .add(SubscriptionsApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */

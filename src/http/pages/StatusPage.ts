@@ -1,6 +1,5 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
-import { Incidents } from "../../../services/incidents/Incidents.ts"
 import { Monitors } from "../../../services/monitoring/Monitors.ts"
 import type { DailyUptime } from "../../../services/monitoring/Uptime.ts"
 import { Uptime } from "../../../services/monitoring/Uptime.ts"
@@ -64,7 +63,8 @@ export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) 
     const { slug } = yield* HttpRouter.params
     const org = yield* Effect.option((yield* Tenancy).findOrganization(slug ?? ""))
     if (Option.isNone(org)) return notFound
-    const summary = yield* (yield* StatusSummary).get(org.value.slug).pipe(Effect.orDie)
+    const statusSummary = yield* StatusSummary
+    const summary = yield* statusSummary.get(org.value.slug).pipe(Effect.orDie)
     const dates = dateRange(yield* Clock.currentTimeMillis)
 
     let rows: ReadonlyArray<PageRow>
@@ -92,15 +92,14 @@ export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) 
       }))
     }
 
-    // The 50 newest incidents: the unresolved ones on top, the resolved ones as history.
-    const { incidents } = yield* (yield* Incidents).list(org.value.id, { limit: 50 })
+    const incidents = yield* statusSummary.incidents(org.value.id, PAST_INCIDENTS)
     return htmlResponse(renderStatusPage({
       slug: org.value.slug,
       orgName: org.value.name,
       summary,
       rows,
-      activeIncidents: incidents.filter((incident) => incident.status !== "resolved"),
-      pastIncidents: incidents.filter((incident) => incident.status === "resolved").slice(0, PAST_INCIDENTS)
+      activeIncidents: incidents.active,
+      pastIncidents: incidents.past
     }))
   }))
 

@@ -1,0 +1,160 @@
+import { Clock, Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import type { Component, ComponentList, CreateComponent, UpdateComponent } from "../../schemas/Components.ts"
+import { NotFound, ValidationError } from "../../schemas/Errors.ts"
+import { monitorValidationError } from "../../schemas/Monitoring.ts"
+import { distinctIds, foreignMonitorIssues } from "../monitoring/OwnedMonitors.ts"
+import { publish } from "../platform/Events.ts"
+import { makeId } from "../platform/Ids.ts"
+
+interface ComponentRow {
+  readonly id: string
+  readonly name: string
+  readonly description: string | null
+  readonly position: number
+  readonly created_at: Date
+  readonly updated_at: Date
+  readonly monitor_ids: ReadonlyArray<string>
+}
+
+const toComponent = (row: ComponentRow): Component => ({
+  id: row.id,
+  name: row.name,
+  description: row.description,
+  monitorIds: row.monitor_ids,
+  position: row.position,
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
+})
+
+/** Published in the changing transaction, so live views can refresh the summary. */
+export const COMPONENT_CHANGED = "component.changed"
+export interface ComponentChangedData {
+  readonly componentId: string
+  readonly change: "created" | "updated" | "deleted"
+}
+
+/**
+ * Status page components of an organization (GUIDE §6). Every method is scoped by `orgId`;
+ * another organization's component is a `NotFound`, and `monitorIds` must name monitors of
+ * the same organization.
+ */
+export class Components extends Context.Service<Components, {
+  create(orgId: string, input: CreateComponent): Effect.Effect<Component, ValidationError>
+  /** By `position`, then creation. */
+  list(orgId: string): Effect.Effect<ComponentList>
+  get(orgId: string, id: string): Effect.Effect<Component, NotFound>
+  update(orgId: string, id: string, patch: UpdateComponent): Effect.Effect<Component, NotFound | ValidationError>
+  remove(orgId: string, id: string): Effect.Effect<void, NotFound>
+}>()("canopy/status/Components") {
+  static readonly layer = Layer.effect(
+    Components,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const notFound = (id: string) => new NotFound({ message: `Component '${id}' not found` })
+      const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
+
+      const select = (orgId: string, id?: string) =>
+        sql<ComponentRow>`
+          SELECT c.id, c.name, c.description, c.position, c.created_at, c.updated_at,
+            coalesce((
+              SELECT json_agg(cm.monitor_id ORDER BY cm.position) FROM component_monitors cm WHERE cm.component_id = c.id
+            ), '[]'::json) AS monitor_ids
+          FROM components c
+          WHERE c.org_id = ${orgId} ${id === undefined ? sql.literal("") : sql`AND c.id = ${id}`}
+          ORDER BY c.position, c.created_at, c.id`
+
+      const load = (orgId: string, id: string) =>
+        Effect.flatMap(
+          select(orgId, id),
+          (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toComponent(rows[0]))
+        )
+
+      const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          yield* sql`DELETE FROM component_monitors WHERE component_id = ${id}`
+          const distinct = distinctIds(ids)
+          if (distinct.length === 0) return
+          const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
+          yield* sql`
+            INSERT INTO component_monitors (component_id, monitor_id, position)
+            SELECT ${id}, r."monitorId", r.position
+            FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
+        })
+
+      const checkMonitors = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
+        Effect.gen(function*() {
+          const issues = ids === undefined ? [] : yield* foreignMonitorIssues(orgId, "monitorIds", ids)
+          if (issues.length > 0) return yield* monitorValidationError(issues)
+        })
+
+      const changed = (componentId: string, orgId: string, change: ComponentChangedData["change"]) =>
+        publish({ type: COMPONENT_CHANGED, orgId, data: { componentId, change } satisfies ComponentChangedData })
+
+      /** One transaction; database failures are defects (500). */
+      const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
+        sql.withTransaction(effect).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.catchTag("SqlError", Effect.die)
+        ) as Effect.Effect<A, Exclude<E, SqlError>>
+
+      const create = Effect.fn("Components.create")(function*(orgId: string, input: CreateComponent) {
+        const at = yield* now
+        const id = makeId("cmp")
+        return yield* inTransaction(Effect.gen(function*() {
+          yield* checkMonitors(orgId, input.monitorIds)
+          yield* sql`
+            INSERT INTO components (id, org_id, name, description, position, created_at, updated_at)
+            VALUES (${id}, ${orgId}, ${input.name}, ${input.description ?? null},
+              ${
+            input.position ??
+              sql`(SELECT coalesce(max(position) + 1, 0) FROM components WHERE org_id = ${orgId})`
+          },
+              ${at}::timestamptz, ${at}::timestamptz)`
+          yield* setMonitors(id, input.monitorIds ?? [])
+          yield* changed(id, orgId, "created")
+          return yield* Effect.orDie(load(orgId, id))
+        }))
+      })
+
+      const list = Effect.fn("Components.list")(function*(orgId: string) {
+        const rows = yield* select(orgId).pipe(Effect.orDie)
+        return { components: rows.map(toComponent), count: rows.length }
+      })
+
+      const get = Effect.fn("Components.get")(function*(orgId: string, id: string) {
+        return yield* load(orgId, id).pipe(Effect.catchTag("SqlError", Effect.die))
+      })
+
+      const update = Effect.fn("Components.update")(function*(orgId: string, id: string, patch: UpdateComponent) {
+        const at = yield* now
+        return yield* inTransaction(Effect.gen(function*() {
+          const rows = yield* sql`SELECT 1 FROM components WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`
+          if (rows.length === 0) return yield* notFound(id)
+          yield* checkMonitors(orgId, patch.monitorIds)
+          yield* sql`
+            UPDATE components SET
+              name = ${patch.name ?? sql`name`},
+              description = ${patch.description !== undefined ? patch.description : sql`description`},
+              position = ${patch.position ?? sql`position`},
+              updated_at = ${at}::timestamptz
+            WHERE id = ${id}`
+          if (patch.monitorIds !== undefined) yield* setMonitors(id, patch.monitorIds)
+          yield* changed(id, orgId, "updated")
+          return yield* Effect.orDie(load(orgId, id))
+        }))
+      })
+
+      const remove = Effect.fn("Components.remove")(function*(orgId: string, id: string) {
+        yield* inTransaction(Effect.gen(function*() {
+          const rows = yield* sql`DELETE FROM components WHERE id = ${id} AND org_id = ${orgId} RETURNING id`
+          if (rows.length === 0) return yield* notFound(id)
+          yield* changed(id, orgId, "deleted")
+        }))
+      })
+
+      return Components.of({ create, list, get, update, remove })
+    })
+  )
+}
