@@ -82,10 +82,13 @@ describe("live status stream", () => {
       expect(incident!.data.incident).toEqual(created)
       expect(incident!.data.update).toEqual(created.updates[0])
       expect(incident!.at).toMatch(/^\d{4}-\d{2}-\d{2}T.*Z$/)
-      yield* eventually("status after the incident", Effect.succeed(client.messages), (m) =>
-        m.some((message) =>
-          message.type === "status"
-        ))
+      // The summary changed (an unresolved major incident): a `status` message carries it.
+      const afterIncident = yield* eventually(
+        "status after the incident",
+        Effect.sync(() => client.messages.find((m) => m.type === "status")),
+        (m) => m !== undefined
+      )
+      expect(afterIncident!.data).toMatchObject({ overallStatus: "major_outage", activeIncidents: 1 })
 
       // A real monitor.status event: a monitor failing against a local target goes down.
       const url = yield* failingTarget
@@ -107,7 +110,7 @@ describe("live status stream", () => {
         Effect.sync(() => client.messages.filter((m) => m.type === "status").at(-1)),
         (m) => m?.data.monitors.down === 1
       )
-      expect(status!.data.overallStatus).toBe("major_outage")
+      expect(status!.data).toMatchObject({ overallStatus: "major_outage", activeIncidents: 1 })
       // Public clients never see heartbeats.
       expect(client.messages.some((m) => m.type === "heartbeat")).toBe(false)
       for (const message of client.messages) expect(Schema.is(LiveMessage)(message)).toBe(true)
