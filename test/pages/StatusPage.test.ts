@@ -162,6 +162,17 @@ describe("public status page", () => {
       const pending = yield* app.sql<{ email: string }>`SELECT email FROM subscribers WHERE confirmed_at IS NULL`
       expect(pending).toEqual([{ email: "visitor@example.com" }])
 
+      // A major incident turns the banner red, and resolving one moves it to the history, live.
+      yield* createIncident(app.baseUrl, key, { title: "Checkout unavailable", severity: "major" })
+      yield* patchIncident(app.baseUrl, key, ongoing.id, { status: "resolved", message: "Fixed." })
+      yield* Effect.promise(async () => {
+        await page.waitForFunction(`document.getElementById("overall").dataset.overall === "major_outage"`)
+        expect(await page.textContent("#overall [data-overall-text]")).toBe("Major System Outage")
+        await page.locator(`#past-incidents [data-incident-id=${ongoing.id}]`).waitFor()
+        expect(await page.locator(`#active-incidents [data-incident-id=${ongoing.id}]`).count()).toBe(0)
+        expect(await page.evaluate(`window.notReloaded`)).toBe(true)
+      })
+
       // The same page on a phone.
       const phone = yield* launchChromium({ width: 390, height: 844 })
       const mobile = yield* Effect.promise(() => phone.newPage())
