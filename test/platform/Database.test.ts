@@ -20,7 +20,7 @@ describe("Database", () => {
       const first = yield* migratedOn(url)
       expect(first.migrated).toEqual(Object.keys(migrations).map((key) => key.replace(/^0+/, "")))
       expect(first.tables).toEqual(
-        expect.arrayContaining(["organizations", "api_keys", "domain_events", "monitors", "heartbeats", "mail_outbox", "subscribers"])
+        expect.arrayContaining(["organizations", "api_keys", "domain_events", "monitors", "heartbeats"])
       )
       // A second start on the same database finds nothing left to apply.
       const second = yield* migratedOn(url)
@@ -34,6 +34,9 @@ describe("Database", () => {
           "components",
           "component_monitors"
         ])
+      )
+      expect(first.tables).toEqual(
+        expect.arrayContaining(["mail_outbox", "monitor_alerts", "subscribers", "spent_challenges", "app_secrets"])
       )
     }))
 })
