@@ -52,7 +52,9 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(SigningSecret.layer)
   )
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
-  const Http = Layer.mergeAll(serveHttp, LiveUpgrades).pipe(
+  // LiveUpgrades after serveHttp: released first, it closes the WebSocket clients.
+  const Http = LiveUpgrades.pipe(
+    Layer.provideMerge(serveHttp),
     Layer.provideMerge(LiveHub.layer),
     Layer.provideMerge(Subscribing),
     Layer.provideMerge(LiveServer.httpServer({ port: config.port, host: config.host })),

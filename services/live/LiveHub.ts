@@ -233,13 +233,17 @@ const make = Effect.fnUntraced(function*(options: LiveHubOptions) {
     return count
   })
 
-  yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      for (const clients of byOrg.values()) for (const client of clients) client.ws.terminate()
-    })
-  )
+  const allClients = () => [...byOrg.values()].flatMap((clients) => [...clients])
+  /** Closes every connection with 1012 (service restart), then cuts those that did not answer within a second. */
+  const closeAll = Effect.gen(function*() {
+    for (const client of allClients()) client.ws.close(1012, "server restarting")
+    const deadline = Date.now() + 1000
+    while (allClients().length > 0 && Date.now() < deadline) yield* Effect.sleep("20 millis")
+    for (const client of allClients()) client.ws.terminate()
+  })
+  yield* Effect.addFinalizer(() => closeAll)
 
-  return LiveHub.of({ attach, connections })
+  return LiveHub.of({ attach, connections, closeAll })
 })
 
 export class LiveHub extends Context.Service<LiveHub, {
@@ -250,6 +254,8 @@ export class LiveHub extends Context.Service<LiveHub, {
   readonly attach: (ws: WebSocket, connection: LiveConnection) => Effect.Effect<void>
   /** Clients connected to this runner. */
   readonly connections: Effect.Effect<number>
+  /** Closes every connection (shutdown: upgraded sockets would hold up the HTTP server's close). */
+  readonly closeAll: Effect.Effect<void>
 }>()("canopy/live/LiveHub") {
   static readonly layerWith = (options: LiveHubOptions = {}) => Layer.effect(LiveHub, make(options))
   static readonly layer = LiveHub.layerWith()

@@ -194,6 +194,11 @@ describe("live status stream", () => {
         (m) => m !== undefined
       )
       expect(seen!.data.incident.id).toBe(created.id)
+      // Stopping runner B closes its clients with 1012 "service restart" (they reconnect to
+      // another runner) before the HTTP server shuts down, instead of holding it up.
+      yield* b.stop
+      yield* eventually("B's client closed", Effect.sync(() => onB.closed.code), (code) => code !== undefined)
+      expect(onB.closed.code).toBe(1012)
     }).pipe(Effect.scoped), 90_000)
 
   it.live("a client that stops reading is dropped while the others keep receiving", () =>

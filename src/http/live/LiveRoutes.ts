@@ -138,11 +138,16 @@ export const LiveUpgrades = Layer.effectDiscard(Effect.gen(function*() {
     run(handle(request, socket, head, slug))
     return true
   }
+  // Released before the HTTP server shuts down (see App.ts), which would otherwise wait
+  // for the upgraded sockets until its grace period ends.
   yield* Effect.addFinalizer(() =>
-    Effect.sync(() => {
-      live.intercept = undefined
-      wss.close()
-    })
+    Effect.andThen(
+      Effect.sync(() => {
+        live.intercept = undefined
+        wss.close()
+      }),
+      hub.closeAll
+    )
   )
 }))
 
