@@ -10,10 +10,22 @@ export interface LoadResult {
   readonly errors: number
 }
 
+/** Every request from a new client address, as seen through a trusted proxy (`X-Forwarded-For`). */
+const fromManyClients = () => {
+  let client = 0
+  return [{
+    setupRequest: (request: autocannon.Request) => {
+      client++
+      const forwarded = `10.${(client >> 16) & 255}.${(client >> 8) & 255}.${client & 255}`
+      return { ...request, headers: { ...request.headers, "x-forwarded-for": forwarded } }
+    }
+  }]
+}
+
 /** autocannon on loopback; latencies in ms. */
 export const load = (
   url: string,
-  options: { headers?: Record<string, string>; seconds: number; connections: number }
+  options: { headers?: Record<string, string>; seconds: number; connections: number; manyClients?: boolean }
 ) =>
   new Promise<LoadResult>((resolve, reject) => {
     autocannon({
@@ -21,7 +33,8 @@ export const load = (
       headers: options.headers ?? {},
       duration: options.seconds,
       connections: options.connections,
-      pipelining: 1
+      pipelining: 1,
+      ...(options.manyClients === true ? { requests: fromManyClients() } : {})
     }, (error, result) => {
       if (error) return reject(error)
       resolve({

@@ -18,9 +18,9 @@ import {
   type UpdateIncident
 } from "../../schemas/Incidents.ts"
 import { type FieldIssue, monitorValidationError } from "../../schemas/Monitoring.ts"
-import { distinctIds, foreignMonitorIssues } from "../monitoring/OwnedMonitors.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { foreignMonitorIssues, replaceMonitorLinks } from "./MonitorLinks.ts"
 
 interface IncidentRow {
   readonly id: string
@@ -92,24 +92,30 @@ export class Incidents extends Context.Service<Incidents, {
       const iso = (column: string) =>
         sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
 
-      /** Incidents with their timeline and affected monitors, in one query. */
+      /**
+       * Incidents with their timeline and affected monitors, in one query. The page is cut
+       * first, so only its rows have their timelines aggregated; `total` counts every match.
+       */
       const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
         sql<IncidentRow & { readonly total: number | string }>`
-          SELECT i.id, i.title, i.description, i.status, i.severity, i.created_at, i.updated_at, i.resolved_at,
-            count(*) OVER () AS total,
+          WITH page AS (
+            SELECT i.*, count(*) OVER () AS total FROM incidents i
+            WHERE ${where}
+            ORDER BY i.created_at DESC, i.seq DESC
+            ${tail}
+          )
+          SELECT p.id, p.title, p.description, p.status, p.severity, p.created_at, p.updated_at, p.resolved_at, p.total,
             coalesce((
               SELECT json_agg(json_build_object(
                 'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso("u.created_at")}
               ) ORDER BY u.seq)
-              FROM incident_updates u WHERE u.incident_id = i.id
+              FROM incident_updates u WHERE u.incident_id = p.id
             ), '[]'::json) AS updates,
             coalesce((
-              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = i.id
+              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = p.id
             ), '[]'::json) AS affected_monitors
-          FROM incidents i
-          WHERE ${where}
-          ORDER BY i.created_at DESC, i.seq DESC
-          ${tail}`
+          FROM page p
+          ORDER BY p.created_at DESC, p.seq DESC`
 
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
@@ -123,15 +129,7 @@ export class Incidents extends Context.Service<Incidents, {
           : foreignMonitorIssues(orgId, "affectedMonitors", ids)
 
       const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
-        Effect.gen(function*() {
-          yield* sql`DELETE FROM incident_monitors WHERE incident_id = ${id}`
-          const distinct = distinctIds(ids)
-          if (distinct.length === 0) return
-          const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
-          yield* sql`
-            INSERT INTO incident_monitors (incident_id, monitor_id, position)
-            SELECT ${id}, r."monitorId", r.position FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
-        })
+        replaceMonitorLinks({ table: "incident_monitors", ownerColumn: "incident_id" }, id, ids)
 
       const insertUpdate = (incidentId: string, status: IncidentStatus, message: string, at: Date) =>
         Effect.gen(function*() {
@@ -222,6 +220,8 @@ export class Incidents extends Context.Service<Incidents, {
         const at = yield* now
         return yield* inTransaction(Effect.gen(function*() {
           const current = yield* lock(orgId, id)
+          // An empty body changes nothing: no write, no event.
+          if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
           const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
           const statusChanges = patch.status !== undefined && patch.status !== current.status
           if (statusChanges && patch.message === undefined) {

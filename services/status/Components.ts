@@ -4,7 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import type { Component, ComponentList, CreateComponent, UpdateComponent } from "../../schemas/Components.ts"
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import { monitorValidationError } from "../../schemas/Monitoring.ts"
-import { distinctIds, foreignMonitorIssues } from "../monitoring/OwnedMonitors.ts"
+import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 
@@ -72,16 +72,7 @@ export class Components extends Context.Service<Components, {
         )
 
       const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
-        Effect.gen(function*() {
-          yield* sql`DELETE FROM component_monitors WHERE component_id = ${id}`
-          const distinct = distinctIds(ids)
-          if (distinct.length === 0) return
-          const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
-          yield* sql`
-            INSERT INTO component_monitors (component_id, monitor_id, position)
-            SELECT ${id}, r."monitorId", r.position
-            FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
-        })
+        replaceMonitorLinks({ table: "component_monitors", ownerColumn: "component_id" }, id, ids)
 
       const checkMonitors = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
         Effect.gen(function*() {

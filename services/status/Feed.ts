@@ -37,8 +37,6 @@ export interface FeedInput {
   readonly feedUrl: string
   /** Newest first. */
   readonly incidents: ReadonlyArray<Incident>
-  /** When the feed is built, for `lastBuildDate`. */
-  readonly now: Date
 }
 
 const item = (pageUrl: string, incident: Incident) => {
@@ -65,7 +63,12 @@ export const renderFeed = (input: FeedInput): string =>
     `<link>${escapeXml(input.pageUrl)}</link>`,
     `<description>${escapeXml(`Incidents and maintenance of ${input.orgName}`)}</description>`,
     `<atom:link href="${escapeXml(input.feedUrl)}" rel="self" type="application/rss+xml"/>`,
-    `<lastBuildDate>${input.now.toUTCString()}</lastBuildDate>`,
+    // The feed changes when an incident does: the same content, the same bytes (ETag-friendly).
+    ...(input.incidents.length === 0 ? [] : [
+      `<lastBuildDate>${
+        new Date(Math.max(...input.incidents.map((incident) => Date.parse(incident.updatedAt)))).toUTCString()
+      }</lastBuildDate>`
+    ]),
     ...input.incidents.map((incident) => item(input.pageUrl, incident)),
     "</channel>",
     "</rss>"

@@ -80,6 +80,12 @@ export interface PublicOrganization {
   readonly name: string
 }
 
+type Figures = ReadonlyArray<Record<UptimeWindow, number>>
+
+/** How long a summary's uptime figures are reused, and for how many organizations at most. */
+const UPTIME_MEMO_MS = 5_000
+const UPTIME_MEMO_ORGS = 10_000
+
 interface MonitorRow {
   readonly id: string
   readonly name: string
@@ -118,6 +124,25 @@ export class StatusSummary extends Context.Service<StatusSummary, {
         return orgs[0]
       })
 
+      /**
+       * The organization's per-monitor uptime, remembered for a few seconds: it reads a month of
+       * rollups (most of a summary's cost), and a figure over 24 h to 30 d does not move in that
+       * time. Statuses, components and incidents are always read fresh.
+       */
+      const uptimeMemo = new Map<string, { readonly key: string; readonly at: number; readonly figures: Figures }>()
+      const orgUptime = (orgId: string, monitorIds: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const now = yield* Clock.currentTimeMillis
+          const key = monitorIds.join(",")
+          const memo = uptimeMemo.get(orgId)
+          if (memo !== undefined && memo.key === key && now - memo.at < UPTIME_MEMO_MS) return memo.figures
+          const figures = [...(yield* uptime.uptime(monitorIds, ["24h", "7d", "30d"])).values()]
+          if (uptimeMemo.size >= UPTIME_MEMO_ORGS) uptimeMemo.delete(uptimeMemo.keys().next().value!)
+          uptimeMemo.delete(orgId)
+          uptimeMemo.set(orgId, { key, at: now, figures })
+          return figures
+        })
+
       const activeMonitors = (orgId: string) =>
         sql<MonitorRow>`
           SELECT id, name, status, last_checked_at FROM monitors WHERE org_id = ${orgId} AND active
@@ -130,7 +155,7 @@ export class StatusSummary extends Context.Service<StatusSummary, {
       ) =>
         Effect.gen(function*() {
           const counts = countMonitors(monitors.map((m) => m.status))
-          const figures = [...(yield* uptime.uptime(monitors.map((m) => m.id), ["24h", "7d", "30d"])).values()]
+          const figures = yield* orgUptime(orgId, monitors.map((m) => m.id))
           const byId = new Map(monitors.map((m) => [m.id, m]))
           const { components: defined } = yield* components.list(orgId)
           return {

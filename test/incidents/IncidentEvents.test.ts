@@ -91,7 +91,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Incid
       expect(events[5].data).toEqual({ incident: before, update: null })
     }))
 
-  it.effect("refused changes publish nothing", () =>
+  it.effect("refused changes and empty patches publish nothing", () =>
     Effect.gen(function*() {
       const { key } = yield* newOrg("incev")
       const created = (yield* call("/api/v1/incidents", { method: "POST", token: key, body: { title: "x" } })).body
@@ -101,6 +101,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Incid
         body: { status: "resolved" }
       })
       expect(refused.status).toBe(400)
+      const empty = yield* call(`/api/v1/incidents/${created.id}`, { method: "PATCH", token: key, body: {} })
+      expect(empty.status).toBe(200)
+      expect(empty.body).toEqual(created)
       expect((yield* eventsOf(created.id)).map((e) => e.type)).toEqual(["incident.created"])
     }))
 

@@ -89,6 +89,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Publi
       expect(item.title).toContain(`Login <b>broken</b> & "slow" for 'some' users`)
       expect(item.description).toContain("Errors ]]> <script>alert(1)</script>")
 
+      // A reader sending the ETag back gets a 304 until an incident changes.
+      const fetched = yield* call(`/api/v1/feed/${other.slug}`)
+      const etag = fetched.headers.get("etag")!
+      expect(etag).toMatch(/^"[0-9a-f]{32}"$/)
+      expect(parseXml(fetched.body).rss.channel.lastBuildDate).toBe(new Date(escaped.updatedAt).toUTCString())
+      const unchanged = yield* call(`/api/v1/feed/${other.slug}`, { headers: { "if-none-match": etag } })
+      expect(unchanged.status).toBe(304)
+      expect(unchanged.headers.get("etag")).toBe(etag)
+      yield* call(`/api/v1/incidents/${escaped.id}`, {
+        method: "PATCH",
+        token: other.key,
+        body: { message: "Rolling out a fix" }
+      })
+      const changed = yield* call(`/api/v1/feed/${other.slug}`, { headers: { "if-none-match": etag } })
+      expect(changed.status).toBe(200)
+      expect(changed.headers.get("etag")).not.toBe(etag)
+
       const unknown = yield* call("/api/v1/feed/no-such-org")
       expect(unknown.status).toBe(404)
       expect(unknown.body.error).toBe("not_found")

@@ -191,6 +191,20 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Statu
       expect(uptime.month).toBeCloseTo((72 / 73) * 100, 1)
     }))
 
+  it.effect("a monitor added or turning down shows at once, though uptime figures are reused for a few seconds", () =>
+    Effect.gen(function*() {
+      const { orgId, slug } = yield* newOrg("sum")
+      yield* insertMonitor(orgId, { status: "up" })
+      expect(yield* summaryOf(slug)).toMatchObject({ overallStatus: "operational", uptime: { month: 100 } })
+      // A second monitor, down for the last two hours: a new set of monitors, so fresh figures.
+      const { sql } = yield* TestApp
+      const down = yield* insertMonitor(orgId, { status: "down" })
+      yield* sql`UPDATE monitors SET status_since = now() - interval '2 hours' WHERE id = ${down}`
+      const after = yield* summaryOf(slug)
+      expect(after.overallStatus).toBe("partial_outage")
+      expect(after.uptime.day).toBe(50)
+    }))
+
   it.effect("the incidents a public page shows: every unresolved one and the latest resolved", () =>
     Effect.gen(function*() {
       const { key, orgId } = yield* newOrg("sum")
