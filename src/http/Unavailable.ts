@@ -17,7 +17,9 @@ const transientClusterErrors = new Set([
  */
 export const isUnavailable = (error: unknown, depth = 0): boolean => {
   if (depth > 4 || typeof error !== "object" || error === null) return false
-  if (isSqlError(error)) return error.isRetryable
+  // A server that refuses a new connection (not accepting connections, starting up, too
+  // many clients) fails the `connect` operation with its own SQLSTATE: unavailable too.
+  if (isSqlError(error)) return error.isRetryable || (error.reason as { operation?: unknown }).operation === "connect"
   const tag = (error as { readonly _tag?: unknown })._tag
   if (typeof tag === "string" && transientClusterErrors.has(tag)) return true
   return isUnavailable((error as { readonly cause?: unknown }).cause, depth + 1)
