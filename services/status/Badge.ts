@@ -3,8 +3,8 @@ import type { BadgeStyle } from "../../schemas/Status.ts"
 
 /**
  * The uptime badge (GUIDE §6), drawn by shields.io's own renderer (`badge-maker`): the
- * four styles' geometry, text widths from its Verdana 11px table, `for-the-badge`
- * uppercase, and every text XML-escaped.
+ * four styles' geometry, text widths from its Verdana tables (11px; 10px for
+ * `for-the-badge`, which is uppercase), and every text XML-escaped.
  */
 
 export const BADGE_DEFAULTS = { style: "flat", label: "uptime", period: "30d" } as const

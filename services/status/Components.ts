@@ -123,6 +123,8 @@ export class Components extends Context.Service<Components, {
         return yield* inTransaction(Effect.gen(function*() {
           const rows = yield* sql`SELECT 1 FROM components WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`
           if (rows.length === 0) return yield* notFound(id)
+          // An empty body changes nothing: no write, no event.
+          if (Object.values(patch).every((value) => value === undefined)) return yield* Effect.orDie(load(orgId, id))
           yield* checkMonitors(orgId, patch.monitorIds)
           yield* sql`
             UPDATE components SET

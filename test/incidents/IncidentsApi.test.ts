@@ -76,6 +76,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Incid
       expectInvalid(yield* post({ title: "x", status: "fixed" }), "body.status")
       expectInvalid(yield* post({ title: "x", affectedMonitors: "mon_1" }), "body.affectedMonitors")
       expectInvalid(yield* post({ title: "x", message: "" }), "body.message")
+      expectInvalid(yield* post({ title: "x", message: "x".repeat(10_001) }), "body.message")
+      expectInvalid(yield* post({ title: "x", description: "x".repeat(10_001) }), "body.description")
+      expectInvalid(
+        yield* post({ title: "x", affectedMonitors: Array.from({ length: 101 }, (_, i) => `mon_${i}`) }),
+        "body.affectedMonitors"
+      )
+      expectInvalid(yield* post({ title: "x", affectedMonitors: [42] }), "body.affectedMonitors.0")
       expectInvalid(yield* post({ title: "x", unknownField: 1 }), "body.unknownField")
       const bad = yield* call("/api/v1/incidents", {
         method: "POST",

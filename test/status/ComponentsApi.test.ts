@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { call, expectInvalid, insertMonitor, newOrg, TestAppLive } from "./fixtures.ts"
+import { call, expectInvalid, insertMonitor, newOrg, TestApp, TestAppLive } from "./fixtures.ts"
 
 const create = (token: string, body: Record<string, unknown>) =>
   Effect.map(call("/api/v1/components", { method: "POST", token, body }), (response) => {
@@ -61,6 +61,22 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Compo
       expect(removed.body).toBeUndefined()
       expect((yield* call(`/api/v1/components/${api.id}`, { token: key })).status).toBe(404)
       expect((yield* call("/api/v1/components", { token: key })).body.count).toBe(2)
+
+      // Each change is announced in its transaction (live views refresh the summary); an empty PATCH is none.
+      expect((yield* call(`/api/v1/components/${web.id}`, { method: "PATCH", token: key, body: {} })).body).toEqual(
+        cleared.body
+      )
+      const { sql } = yield* TestApp
+      const events = yield* sql<{ data: any }>`
+        SELECT data FROM domain_events WHERE type = 'component.changed' AND org_id = ${orgId} ORDER BY id`
+      expect(events.map((e) => [e.data.componentId, e.data.change])).toEqual([
+        [api.id, "created"],
+        [web.id, "created"],
+        [first.id, "created"],
+        [first.id, "updated"],
+        [web.id, "updated"],
+        [api.id, "deleted"]
+      ])
     }))
 
   it.effect("validates bodies; monitorIds must be monitors of the same organization", () =>
@@ -73,6 +89,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Compo
       expectInvalid(yield* post({}), "body.name")
       expectInvalid(yield* post({ name: " " }), "body.name")
       expectInvalid(yield* post({ name: "x".repeat(101) }), "body.name")
+      expectInvalid(yield* post({ name: "x", description: "x".repeat(1001) }), "body.description")
+      expectInvalid(
+        yield* post({ name: "x", monitorIds: Array.from({ length: 101 }, (_, i) => `mon_${i}`) }),
+        "body.monitorIds"
+      )
       expectInvalid(yield* post({ name: "x", position: -1 }), "body.position")
       expectInvalid(yield* post({ name: "x", position: 1.5 }), "body.position")
       expectInvalid(yield* post({ name: "x", monitorIds: [mine, foreign] }), "body.monitorIds.1")
