@@ -37,8 +37,11 @@ const publicTypes: ReadonlySet<string> = new Set<PublicLiveEventType>([
   "incident.deleted"
 ])
 const privateTypes: ReadonlySet<string> = new Set<PrivateLiveEventType>(["heartbeat", "observe.spike"])
-/** Events after which the organization's status summary is sent again. */
-const statusTriggers: ReadonlySet<string> = publicTypes
+/**
+ * Events after which the organization's status summary is recomputed (and sent if it
+ * changed): the public ones, plus monitors and components being added, changed or removed.
+ */
+const statusTriggers: ReadonlySet<string> = new Set([...publicTypes, "monitor.changed", "component.changed"])
 
 interface Client extends LiveConnection {
   readonly ws: WebSocket

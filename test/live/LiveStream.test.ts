@@ -113,6 +113,19 @@ describe("live status stream", () => {
       expect(status!.data).toMatchObject({ overallStatus: "major_outage", activeIncidents: 1 })
       // Public clients never see heartbeats.
       expect(client.messages.some((m) => m.type === "heartbeat")).toBe(false)
+      // A new component changes the summary too.
+      const component = yield* request(`${app.baseUrl}/api/v1/components`, {
+        token: key,
+        method: "POST",
+        body: { name: "Edge network", monitorIds: [monitor.body.id] }
+      })
+      expect(component.status).toBe(201)
+      const withComponent = yield* eventually(
+        "status with the component",
+        Effect.sync(() => client.messages.filter((m) => m.type === "status").at(-1)),
+        (m) => m?.data.components.length === 1
+      )
+      expect(withComponent!.data.components[0]).toMatchObject({ id: component.body.id, status: "major_outage" })
       for (const message of client.messages) expect(Schema.is(LiveMessage)(message)).toBe(true)
     }).pipe(Effect.scoped), 90_000)
 
