@@ -1,11 +1,13 @@
-import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
-import { createServer } from "node:http"
 import { Incidents } from "../services/incidents/Incidents.ts"
+import { LiveHub } from "../services/live/LiveHub.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
 import { Uptime } from "../services/monitoring/Uptime.ts"
+import { MailOutbox } from "../services/notifications/MailOutbox.ts"
+import { MonitorAlerts } from "../services/notifications/MonitorAlerts.ts"
+import { SubscriberNotificationsLive } from "../services/notifications/SubscriberNotifications.ts"
 import { Alerts } from "../services/observe/Alerts.ts"
 import { EventPreparation } from "../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../services/observe/IngestWriter.ts"
@@ -19,11 +21,15 @@ import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { Components } from "../services/status/Components.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
+import { Challenges } from "../services/subscriptions/Challenges.ts"
+import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
+import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
+import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -51,10 +57,20 @@ export const AppLive = (config: AppConfigShape) => {
   )
   const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer, Alerts.layer)
   const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer, SpikeMailer)
-  const Http = serveHttp.pipe(
-    Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
+  const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
+    Layer.provideMerge(Challenges.layer),
+    Layer.provideMerge(SigningSecret.layer)
   )
-  return Layer.mergeAll(Http, Entities).pipe(
+  const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
+  // LiveUpgrades after serveHttp: released first, it closes the WebSocket clients.
+  const Http = LiveUpgrades.pipe(
+    Layer.provideMerge(serveHttp),
+    Layer.provideMerge(LiveHub.layer),
+    Layer.provideMerge(Subscribing),
+    Layer.provideMerge(LiveServer.httpServer({ port: config.port, host: config.host })),
+    Layer.provideMerge(LiveServer.layer)
+  )
+  return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(Domain),

@@ -1,6 +1,7 @@
 import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
 import incidents from "./0003_incidents.ts"
+import notifications from "./0004_notifications.ts"
 import observe from "./0005_observe.ts"
 import observePerformance from "./0006_observe_performance.ts"
 import monitorShards from "./0009_monitor_shards.ts"
@@ -10,6 +11,7 @@ export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
   "0003_incidents": incidents,
+  "0004_notifications": notifications,
   "0005_observe": observe,
   "0006_observe_performance": observePerformance,
   "0009_monitor_shards": monitorShards

@@ -1,6 +1,7 @@
 import { Schema } from "effect"
 import { ValidationError } from "./Errors.ts"
 import { eventType } from "./Events.ts"
+import { Email } from "./Tenancy.ts"
 
 /**
  * Monitors and heartbeats (spec "Monitor", "Heartbeat"; GUIDE §6).
@@ -89,6 +90,8 @@ export const MonitorHeaders = Schema.Record(
 export const MonitorBody = Schema.String.check(Schema.isMaxLength(65_536))
 export const MonitorAssertions = Schema.Array(MonitorAssertion).check(Schema.isMaxLength(20))
 export const ExpectedValue = Schema.String.check(Schema.isMaxLength(1000))
+/** Extra addresses alerted when the monitor goes down or recovers (besides owners and admins). */
+export const AlertEmails = Schema.Array(Email.check(Schema.isMaxLength(254))).check(Schema.isMaxLength(20))
 
 // --- cross-field rules -------------------------------------------------------------------
 
@@ -202,7 +205,8 @@ const settings = {
   expectedValue: Schema.optionalKey(Schema.NullOr(ExpectedValue)),
   degradedThresholdMs: Schema.optionalKey(Schema.NullOr(DegradedThresholdMs)),
   retries: Schema.optionalKey(Retries),
-  retryInterval: Schema.optionalKey(RetryInterval)
+  retryInterval: Schema.optionalKey(RetryInterval),
+  alertEmails: Schema.optionalKey(AlertEmails)
 }
 
 /** POST body: `name` and `url` required, everything else defaults (`MONITOR_DEFAULTS`). */
@@ -330,6 +334,7 @@ export const Monitor = Schema.Struct({
   degradedThresholdMs: Schema.NullOr(Schema.Int),
   retries: Schema.Int,
   retryInterval: Schema.Int,
+  alertEmails: Schema.Array(Schema.String),
   /** Percentages; `uptime24h` everywhere, `uptime7d`/`uptime30d` on get-by-id, create and update. */
   uptime24h: Schema.Number,
   uptime7d: Schema.optional(Schema.Number),

@@ -46,6 +46,7 @@ export interface MonitorRow {
   readonly degraded_threshold_ms: number | null
   readonly retries: number
   readonly retry_interval: number
+  readonly alert_emails: ReadonlyArray<string> | null
   readonly active: boolean
   readonly status: string
   readonly consecutive_failures: number
@@ -78,6 +79,7 @@ export interface MonitorConfig {
   readonly degradedThresholdMs: number | null
   readonly retries: number
   readonly retryInterval: number
+  readonly alertEmails: ReadonlyArray<string>
   readonly active: boolean
   readonly status: MonitorStatus
   readonly consecutiveFailures: number
@@ -108,6 +110,7 @@ export const toMonitorConfig = (row: MonitorRow): MonitorConfig => ({
   degradedThresholdMs: row.degraded_threshold_ms,
   retries: row.retries,
   retryInterval: row.retry_interval,
+  alertEmails: row.alert_emails ?? [],
   active: row.active,
   status: row.status as MonitorStatus,
   consecutiveFailures: row.consecutive_failures,
@@ -188,6 +191,7 @@ export const toMonitor = (
   degradedThresholdMs: config.degradedThresholdMs,
   retries: config.retries,
   retryInterval: config.retryInterval,
+  alertEmails: config.alertEmails,
   uptime24h: roundUptime(uptime.uptime24h),
   ...(uptime.uptime7d !== undefined ? { uptime7d: roundUptime(uptime.uptime7d) } : {}),
   ...(uptime.uptime30d !== undefined ? { uptime30d: roundUptime(uptime.uptime30d) } : {}),
@@ -293,14 +297,16 @@ export class Monitors extends Context.Service<Monitors, {
             INSERT INTO monitors (
               id, org_id, name, url, method, check_type, frequency, timeout, expected_code, headers, body,
               assertions, dns_record_type, expected_value, degraded_threshold_ms, retries, retry_interval,
-              active, status, next_check_at, status_since, created_at, updated_at
+              alert_emails, active, status, next_check_at, status_since, created_at, updated_at
             ) VALUES (
               ${id}, ${orgId}, ${input.name}, ${input.url}, ${input.method ?? MONITOR_DEFAULTS.method},
               ${checkType}, ${frequency}, ${timeout}, ${input.expectedCode ?? MONITOR_DEFAULTS.expectedCode},
               ${JSON.stringify(input.headers ?? {})}::jsonb, ${input.body ?? null},
               ${json(input.assertions)}::jsonb, ${input.dnsRecordType ?? null}, ${input.expectedValue ?? null},
               ${input.degradedThresholdMs ?? null}, ${input.retries ?? MONITOR_DEFAULTS.retries},
-              ${input.retryInterval ?? MONITOR_DEFAULTS.retryInterval},
+              ${input.retryInterval ?? MONITOR_DEFAULTS.retryInterval}, ${
+            JSON.stringify(input.alertEmails ?? [])
+          }::jsonb,
               ${active}, ${active ? "pending" : "paused"}, ${now}::timestamptz, ${now}::timestamptz,
               ${now}::timestamptz, ${now}::timestamptz
             )
@@ -388,6 +394,7 @@ export class Monitors extends Context.Service<Monitors, {
               : current.degradedThresholdMs,
             retries: patch.retries ?? current.retries,
             retryInterval: patch.retryInterval ?? current.retryInterval,
+            alertEmails: patch.alertEmails ?? current.alertEmails,
             active: patch.active ?? current.active
           }
           const issues = has("url") || has("checkType")
@@ -427,6 +434,7 @@ export class Monitors extends Context.Service<Monitors, {
               assertions = ${json(next.assertions)}::jsonb, dns_record_type = ${next.dnsRecordType},
               expected_value = ${next.expectedValue}, degraded_threshold_ms = ${next.degradedThresholdMs},
               retries = ${next.retries}, retry_interval = ${next.retryInterval}, active = ${next.active},
+              alert_emails = ${JSON.stringify(next.alertEmails)}::jsonb,
               status = ${status}, status_since = ${statusSince.toISOString()}::timestamptz,
               next_check_at = ${nextCheckAt.toISOString()}::timestamptz, consecutive_failures = ${failures},
               updated_at = ${now.toISOString()}::timestamptz

@@ -213,6 +213,37 @@ export const uptimeTotals = <W extends UptimeWindow>(
     return result
   })
 
+/** One UTC day of a monitor's rollups: `date` is `YYYY-MM-DD`. */
+export interface DailyUptime extends UptimeTotals {
+  readonly date: string
+}
+
+/** Up and down milliseconds per monitor per UTC day over the last `days` days; days without data are absent. */
+export const dailyUptimeTotals = (
+  sql: SqlClient.SqlClient,
+  monitorIds: ReadonlyArray<string>,
+  days: number,
+  now: Date
+): Effect.Effect<ReadonlyMap<string, ReadonlyArray<DailyUptime>>, SqlError> =>
+  Effect.gen(function*() {
+    const result = new Map<string, Array<DailyUptime>>()
+    const ids = [...new Set(monitorIds)]
+    if (ids.length === 0) return result
+    const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS)
+    const rows = yield* sql<{ monitorId: string; date: string; upMs: number; downMs: number }>`
+      SELECT monitor_id AS "monitorId", to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date,
+        sum(up_ms)::float8 AS "upMs", sum(down_ms)::float8 AS "downMs"
+      FROM monitor_uptime_hourly
+      WHERE monitor_id IN ${sql.in(ids)} AND hour >= ${from.toISOString()}::timestamptz
+      GROUP BY 1, 2 ORDER BY 1, 2`
+    for (const row of rows) {
+      const list = result.get(row.monitorId) ?? []
+      list.push({ date: row.date, upMs: Number(row.upMs), downMs: Number(row.downMs) })
+      result.set(row.monitorId, list)
+    }
+    return result
+  })
+
 /** Deletes raw heartbeats older than the cutoff, monitor by monitor (index-friendly, bounded transactions). */
 export const pruneHeartbeatsBefore = (
   sql: SqlClient.SqlClient,
@@ -254,6 +285,8 @@ export class Uptime extends Context.Service<Uptime, {
     windows: ReadonlyArray<W>,
     options?: { readonly now?: Date | undefined }
   ): Effect.Effect<ReadonlyMap<string, Record<W, UptimeTotals>>>
+  /** Per monitor, the up/down time of each of the last `days` UTC days with data (status page bars). */
+  daily(monitorIds: ReadonlyArray<string>, days: number): Effect.Effect<ReadonlyMap<string, ReadonlyArray<DailyUptime>>>
   /**
    * Retention: deletes raw heartbeats checked more than `olderThanDays` (default 90) days
    * ago; hourly rollups are kept, so uptime figures do not change. Returns the number
@@ -302,7 +335,14 @@ export class Uptime extends Context.Service<Uptime, {
         return yield* pruneHeartbeatsBefore(sql, new Date(now - olderThanDays * DAY_MS)).pipe(Effect.orDie)
       })
 
-      return Uptime.of({ uptime, totals, pruneHeartbeats })
+      const daily = (monitorIds: ReadonlyArray<string>, days: number) =>
+        currentNow().pipe(
+          Effect.flatMap((now) => dailyUptimeTotals(sql, monitorIds, days, now)),
+          Effect.orDie,
+          Effect.withSpan("Uptime.daily")
+        )
+
+      return Uptime.of({ uptime, totals, daily, pruneHeartbeats })
     })
   )
 }

@@ -14,7 +14,12 @@ import { PerformanceHandlers } from "./handlers/Performance.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
+import { SubscriptionsHandlers } from "./handlers/Subscriptions.ts"
 import { SystemHandlers } from "./handlers/System.ts"
+import { LiveRoutes } from "./live/LiveRoutes.ts"
+import { StatusAssets } from "./pages/Assets.ts"
+import { StatusPages } from "./pages/StatusPage.ts"
+import { SubscriptionPages } from "./pages/SubscriptionPages.ts"
 import { PublicStatusRoutes } from "./public/PublicStatusRoutes.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
@@ -27,6 +32,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([IncidentsHandlers, ComponentsHandlers]),
   Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([ObserveHandlers]),
+  Layer.provide([SubscriptionsHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )
@@ -37,6 +43,10 @@ export const HttpAppLive = Layer.mergeAll(
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   IngestRoute,
   SentryRoutes,
+  LiveRoutes,
+  SubscriptionPages,
+  StatusPages,
+  StatusAssets,
   PublicStatusRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware

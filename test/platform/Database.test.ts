@@ -35,5 +35,8 @@ describe("Database", () => {
           "component_monitors"
         ])
       )
+      expect(first.tables).toEqual(
+        expect.arrayContaining(["mail_outbox", "monitor_alerts", "subscribers", "spent_challenges", "app_secrets"])
+      )
     }))
 })

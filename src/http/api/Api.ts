@@ -11,6 +11,7 @@ import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
+import { SubscriptionsApi } from "./Subscriptions.ts"
 import { SystemApi } from "./System.ts"
 
 /** Every endpoint group; one `.add` per area. */
@@ -26,6 +27,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(ComponentsApi)
   .add(SourceMapsApi)
   .add(PerformanceApi)
+  .add(SubscriptionsApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

@@ -1,0 +1,207 @@
+import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { type DomainEvent, Events } from "../platform/Events.ts"
+import { renderMailHtml } from "./mailLayout.ts"
+import { enqueueMails, type OutboxMail } from "./MailOutbox.ts"
+
+/**
+ * Monitor alerts (issue 8 item 6): when a monitor turns `down`, and when it comes back,
+ * the organization's owners and admins and the monitor's `alertEmails` get an e-mail
+ * through the durable outbox.
+ *
+ * - Once per transition: a durable Events consumer reads `monitor.status`; the mails'
+ *   idempotency keys carry the event id, so a replayed event enqueues nothing new.
+ * - Reminders: while a monitor stays down, a sweep on every runner enqueues one reminder per
+ *   full hour of downtime, keyed by the outage and the hour, so runners never double up.
+ */
+export interface MonitorAlertsOptions {
+  /** How often the reminder sweep runs. Default 1 minute. */
+  readonly sweepInterval?: Duration.Input | undefined
+  /** Time between reminders while down. Default 1 hour. */
+  readonly reminderEvery?: Duration.Input | undefined
+}
+
+interface MonitorStatusData {
+  readonly monitorId: string
+  readonly name: string
+  readonly status: string
+  readonly previousStatus: string
+  readonly timestamp: string
+}
+
+interface MonitorFacts {
+  readonly id: string
+  readonly orgId: string
+  readonly name: string
+  readonly url: string
+  readonly slug: string
+  readonly orgName: string
+  readonly alertEmails: ReadonlyArray<string> | null
+}
+
+type AlertKind = "down" | "recovered" | "reminder"
+
+const isUp = (status: string) => status === "up" || status === "degraded"
+
+const formatDuration = (ms: number): string => {
+  const minutes = Math.max(0, Math.round(ms / 60_000))
+  if (minutes < 60) return `${minutes} min`
+  const hours = Math.floor(minutes / 60)
+  return minutes % 60 === 0 ? `${hours} h` : `${hours} h ${minutes % 60} min`
+}
+
+export const alertMail = (options: {
+  readonly kind: AlertKind
+  readonly monitor: MonitorFacts
+  readonly at: Date
+  readonly error: string | null
+  readonly downSince?: Date | undefined
+  readonly statusPageUrl: string
+}): Omit<OutboxMail, "idempotencyKey" | "to"> => {
+  const { monitor } = options
+  const subject = options.kind === "down"
+    ? `[Canopy] DOWN: ${monitor.name}`
+    : options.kind === "recovered"
+    ? `[Canopy] RECOVERED: ${monitor.name}`
+    : `[Canopy] Still down: ${monitor.name}`
+  const lead = options.kind === "down"
+    ? `${monitor.name} (${monitor.url}) is down.`
+    : options.kind === "recovered"
+    ? `${monitor.name} (${monitor.url}) is back up.`
+    : `${monitor.name} (${monitor.url}) is still down.`
+  const facts: Array<readonly [string, string]> = [["Monitor", monitor.name], ["URL", monitor.url]]
+  if (options.kind === "recovered") facts.push(["Recovered at", options.at.toISOString()])
+  else facts.push(["Down since", (options.downSince ?? options.at).toISOString()])
+  if (options.kind !== "recovered" && options.error !== null) facts.push(["Error", options.error])
+  if (options.kind !== "down" && options.downSince !== undefined) {
+    facts.push(["Downtime", formatDuration(options.at.getTime() - options.downSince.getTime())])
+  }
+  const text = [
+    lead,
+    "",
+    ...facts.map(([name, value]) => `${name}: ${value}`),
+    "",
+    `Status page: ${options.statusPageUrl}`,
+    "",
+    `You receive this as an owner or admin of ${monitor.orgName}, or as an alert address of this monitor.`
+  ].join("\n")
+  return {
+    subject,
+    text,
+    html: renderMailHtml({
+      heading: subject.replace("[Canopy] ", ""),
+      accent: options.kind === "recovered" ? "#16a34a" : "#dc2626",
+      paragraphs: [lead],
+      facts,
+      button: { label: "Open the status page", url: options.statusPageUrl }
+    }),
+    headers: { "X-Canopy-Event": `monitor.${options.kind}` }
+  }
+}
+
+const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
+  const sql = yield* SqlClient.SqlClient
+  const events = yield* Events
+  const { baseUrl } = yield* AppConfig
+  const reminderMs = Duration.toMillis(Duration.fromInputUnsafe(options.reminderEvery ?? "1 hour"))
+
+  const loadMonitor = (monitorId: string) =>
+    Effect.map(
+      sql<MonitorFacts>`
+        SELECT m.id, m.org_id AS "orgId", m.name, m.url, o.slug, o.name AS "orgName", m.alert_emails AS "alertEmails"
+        FROM monitors m JOIN organizations o ON o.id = m.org_id WHERE m.id = ${monitorId}`,
+      (rows) => rows[0]
+    )
+
+  /** Owners and admins of the organization, plus the monitor's own addresses, each once. */
+  const recipients = (monitor: MonitorFacts) =>
+    Effect.map(
+      sql<{ email: string }>`
+        SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
+        WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`,
+      (rows) => [...new Set([...rows.map((row) => row.email), ...(monitor.alertEmails ?? [])].map((e) => e.trim()))]
+    )
+
+  const statusPageUrl = (slug: string) => `${baseUrl.replace(/\/$/, "")}/status/${encodeURIComponent(slug)}`
+
+  const enqueueAlert = (
+    kind: AlertKind,
+    key: string,
+    monitor: MonitorFacts,
+    details: { at: Date; error: string | null; downSince?: Date | undefined }
+  ): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
+    Effect.gen(function*() {
+      const mail = alertMail({ kind, monitor, ...details, statusPageUrl: statusPageUrl(monitor.slug) })
+      const to = yield* recipients(monitor)
+      yield* enqueueMails(to.map((address) => ({ ...mail, to: address, idempotencyKey: `${key}:${address}` })))
+    })
+
+  const onStatus = (event: DomainEvent) =>
+    Effect.gen(function*() {
+      const data = event.data as MonitorStatusData
+      const at = new Date(data.timestamp)
+      if (data.status === "down" && data.previousStatus !== "down") {
+        const monitor = yield* loadMonitor(data.monitorId)
+        if (monitor === undefined) return
+        const [beat] = yield* sql<{ error: string | null; statusCode: number | null }>`
+          SELECT error, status_code AS "statusCode" FROM heartbeats
+          WHERE monitor_id = ${data.monitorId} ORDER BY checked_at DESC, id DESC LIMIT 1`
+        const error = beat?.error ?? (beat?.statusCode != null ? `HTTP ${beat.statusCode}` : null)
+        yield* sql`
+          INSERT INTO monitor_alerts (monitor_id, down_event_id, down_since, error)
+          VALUES (${data.monitorId}, ${event.id}, ${at}, ${error})
+          ON CONFLICT (monitor_id) DO UPDATE SET down_event_id = EXCLUDED.down_event_id,
+            down_since = EXCLUDED.down_since, error = EXCLUDED.error`
+        yield* enqueueAlert("down", `monitor-down:${event.id}`, monitor, { at, error })
+      } else if (data.previousStatus === "down" && isUp(data.status)) {
+        const [alert] = yield* sql<{ downSince: Date }>`
+          DELETE FROM monitor_alerts WHERE monitor_id = ${data.monitorId} RETURNING down_since AS "downSince"`
+        const monitor = yield* loadMonitor(data.monitorId)
+        if (monitor === undefined) return
+        yield* enqueueAlert("recovered", `monitor-up:${event.id}`, monitor, {
+          at,
+          error: null,
+          downSince: alert?.downSince
+        })
+      }
+    })
+
+  const sweepReminders = sql.withTransaction(Effect.gen(function*() {
+    const due = yield* sql<{ monitorId: string; downEventId: string; downSince: Date; error: string | null }>`
+      SELECT a.monitor_id AS "monitorId", a.down_event_id AS "downEventId", a.down_since AS "downSince", a.error
+      FROM monitor_alerts a JOIN monitors m ON m.id = a.monitor_id
+      WHERE m.active AND m.status = 'down' AND a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+    const now = new Date()
+    for (const alert of due) {
+      const monitor = yield* loadMonitor(alert.monitorId)
+      if (monitor === undefined) continue
+      const period = Math.floor((now.getTime() - alert.downSince.getTime()) / reminderMs)
+      yield* enqueueAlert("reminder", `monitor-reminder:${alert.downEventId}:${period}`, monitor, {
+        at: now,
+        error: alert.error,
+        downSince: alert.downSince
+      })
+    }
+  }))
+
+  const sweep = sweepReminders.pipe(Effect.provideService(SqlClient.SqlClient, sql))
+  yield* events.consume("notifications.monitor-alerts", onStatus, { types: ["monitor.status"], from: "now" })
+  yield* sweep.pipe(
+    Effect.catchCause((cause) =>
+      Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("MonitorAlerts: sweep failed", cause)
+    ),
+    Effect.repeat(Schedule.spaced(options.sweepInterval ?? "1 minute")),
+    Effect.forkScoped
+  )
+  return MonitorAlerts.of({ sweepReminders: sweep })
+})
+
+export class MonitorAlerts extends Context.Service<MonitorAlerts, {
+  /** Enqueues the reminders that are due now (the layer runs this every sweep interval). */
+  readonly sweepReminders: Effect.Effect<void, SqlError>
+}>()("canopy/notifications/MonitorAlerts") {
+  static readonly layerWith = (options: MonitorAlertsOptions = {}) => Layer.effect(MonitorAlerts, make(options))
+  static readonly layer = MonitorAlerts.layerWith()
+}

@@ -1,0 +1,146 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { SubscribeFailed, type SubscribeRequest, type SubscribeResult } from "../../schemas/Subscriptions.ts"
+import { renderMailHtml } from "../notifications/mailLayout.ts"
+import { enqueueMails } from "../notifications/MailOutbox.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { Crypto } from "../platform/Crypto.ts"
+import { makeId } from "../platform/Ids.ts"
+import { Challenges } from "./Challenges.ts"
+import { SigningSecret } from "./SigningSecret.ts"
+
+/**
+ * Status page e-mail subscriptions with double opt-in (GUIDE §6):
+ *
+ * - `subscribe` spends a proof-of-work token, then records the address unconfirmed and
+ *   mails a confirmation link (a random token, stored hashed). The answer never tells
+ *   whether the address was known: a pending address gets a fresh link, a confirmed one
+ *   nothing, and both get the same message as a new one.
+ * - `confirm` turns the link's token into a confirmed subscription (the token then dies).
+ * - Every notification carries an unsubscribe link signed with `SigningSecret`, so it needs
+ *   no stored token; `unsubscribe` deletes the subscriber.
+ */
+const emailPattern = /^[^\s@<>(),;:"[\]\\]+@[^\s@<>(),;:"[\]\\]+\.[^\s@<>(),;:"[\]\\]+$/
+
+export const SUBSCRIBED_MESSAGE =
+  "Thanks! Check your inbox: we sent a link to confirm the subscription (if the address was not subscribed already)."
+
+/** The token in an unsubscribe link for a subscriber. */
+export const unsubscribePayload = (subscriberId: string) => `unsub:${subscriberId}`
+
+const fail = (error: SubscribeFailed["error"], message: string) =>
+  new SubscribeFailed({ success: false, error, message })
+
+export interface SubscriptionPage {
+  readonly orgSlug: string
+  readonly orgName: string
+}
+
+export class Subscriptions extends Context.Service<Subscriptions, {
+  readonly subscribe: (request: SubscribeRequest) => Effect.Effect<SubscribeResult, SubscribeFailed>
+  readonly confirm: (token: string) => Effect.Effect<Option.Option<SubscriptionPage>>
+  readonly unsubscribe: (token: string) => Effect.Effect<Option.Option<SubscriptionPage>>
+}>()("canopy/subscriptions/Subscriptions") {
+  static readonly layer = Layer.effect(
+    Subscriptions,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const crypto = yield* Crypto
+      const challenges = yield* Challenges
+      const signing = yield* SigningSecret
+      const { baseUrl } = yield* AppConfig
+      const base = baseUrl.replace(/\/$/, "")
+
+      const confirmationMail = (org: SubscriptionPage, subscriberId: string, email: string, token: string) => {
+        const link = `${base}/api/v1/subscribe/confirm?token=${token}`
+        const page = `${base}/status/${org.orgSlug}`
+        const lead = `Someone (hopefully you) asked to receive ${org.orgName} status updates by e-mail at ${email}.`
+        return {
+          idempotencyKey: `subscribe-confirm:${subscriberId}:${crypto.hashSecret(token).slice(0, 16)}`,
+          to: email,
+          subject: `Confirm your subscription to ${org.orgName} status updates`,
+          text: `${lead}\n\nConfirm the subscription: ${link}\n\nIf you did not ask for this, ignore this e-mail.\n` +
+            `Status page: ${page}\n`,
+          html: renderMailHtml({
+            heading: `Confirm your subscription`,
+            accent: "#2563eb",
+            paragraphs: [lead, "If you did not ask for this, ignore this e-mail: nothing will be sent."],
+            button: { label: "Confirm subscription", url: link },
+            footer: { label: `${org.orgName} status page`, url: page }
+          })
+        }
+      }
+
+      const subscribe = (request: SubscribeRequest) =>
+        Effect.gen(function*() {
+          const email = request.email.trim().toLowerCase()
+          if (!emailPattern.test(email)) return yield* fail("validation_error", "email must be an e-mail address")
+          const spent = yield* challenges.redeem(request.challengeToken)
+          if (spent === "expired") return yield* fail("challenge_expired", "The challenge expired: solve a new one")
+          if (spent === "used") return yield* fail("challenge_used", "This challenge token was already used")
+          if (spent === "invalid") return yield* fail("invalid_challenge", "The challenge token is not valid")
+
+          const [org] = yield* sql<{ id: string; slug: string; name: string }>`
+            SELECT id, slug, name FROM organizations WHERE slug = ${request.orgSlug}`.pipe(Effect.orDie)
+          if (org === undefined) return yield* fail("not_found", `No status page for '${request.orgSlug}'`)
+          const components = request.components === undefined || request.components.length === 0
+            ? null
+            : [...new Set(request.components)]
+          if (components !== null) {
+            const known = yield* sql<{ id: string }>`
+              SELECT id FROM components WHERE org_id = ${org.id} AND id IN ${sql.in(components)}`.pipe(Effect.orDie)
+            if (known.length !== components.length) {
+              return yield* fail("validation_error", "components must be components of this status page")
+            }
+          }
+
+          const token = crypto.randomToken(32)
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const [row] = yield* sql<{ id: string; confirmed: boolean }>`
+              INSERT INTO subscribers (id, org_id, email, components, confirm_token_hash)
+              VALUES (${makeId("sub")}, ${org.id}, ${email}, ${
+              components === null ? null : JSON.stringify(components)
+            }::jsonb,
+                ${crypto.hashSecret(token)})
+              ON CONFLICT (org_id, email) DO UPDATE SET
+                confirm_token_hash = CASE WHEN subscribers.confirmed_at IS NULL
+                  THEN EXCLUDED.confirm_token_hash ELSE subscribers.confirm_token_hash END,
+                components = CASE WHEN subscribers.confirmed_at IS NULL
+                  THEN EXCLUDED.components ELSE subscribers.components END
+              RETURNING id, confirmed_at IS NOT NULL AS confirmed`
+            // Already confirmed: nothing to send, and the answer below is the same.
+            if (!row.confirmed) {
+              yield* enqueueMails([
+                confirmationMail({ orgSlug: org.slug, orgName: org.name }, row.id, email, token)
+              ])
+            }
+          })).pipe(Effect.orDie)
+          return { success: true as const, message: SUBSCRIBED_MESSAGE }
+        }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+      const confirm = (token: string) =>
+        sql<SubscriptionPage>`
+          UPDATE subscribers s SET confirmed_at = now(), confirm_token_hash = NULL
+          FROM organizations o
+          WHERE s.confirm_token_hash = ${crypto.hashSecret(token)} AND o.id = s.org_id
+          RETURNING o.slug AS "orgSlug", o.name AS "orgName"`.pipe(
+          Effect.map((rows) => Option.fromUndefinedOr(rows[0])),
+          Effect.orDie
+        )
+
+      const unsubscribe = (token: string) =>
+        Effect.gen(function*() {
+          const payload = yield* signing.verify(token)
+          if (payload === undefined || !payload.startsWith("unsub:")) return Option.none()
+          const [row] = yield* sql<SubscriptionPage>`
+            DELETE FROM subscribers s USING organizations o
+            WHERE s.id = ${payload.slice("unsub:".length)} AND o.id = s.org_id
+            RETURNING o.slug AS "orgSlug", o.name AS "orgName"`
+          // A second click finds nothing left to delete, which is still a success.
+          return Option.some(row ?? { orgSlug: "", orgName: "" })
+        }).pipe(Effect.orDie)
+
+      return Subscriptions.of({ subscribe, confirm, unsubscribe })
+    })
+  )
+}
