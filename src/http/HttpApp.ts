@@ -7,6 +7,7 @@ import { AdminHandlers } from "./handlers/Admin.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
+import { RepositoriesHandlers } from "./handlers/Repositories.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
@@ -15,6 +16,7 @@ import { RequestQuota } from "./RequestQuota.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
+  Layer.provide(RepositoriesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

@@ -3,6 +3,7 @@ import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
 import { OrgApi } from "./Org.ts"
+import { RepositoriesApi } from "./Repositories.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
@@ -14,6 +15,7 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  .add(RepositoriesApi)
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits"

@@ -1,0 +1,56 @@
+import { Schema } from "effect"
+import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
+import { Conflict, NotFound } from "../../../schemas/Errors.ts"
+import {
+  BranchList,
+  CreateRepository,
+  Repository,
+  RepositoryList,
+  TagList,
+  UpdateRepository
+} from "../../../schemas/Repositories.ts"
+import { Authentication, RequiredScope } from "./Security.ts"
+
+const repoParams = { org: Schema.String, repo: Schema.String }
+
+/**
+ * Repositories (spec 001 "Repositories"): read with `code:read`, create with `code:write`,
+ * change settings and delete with `code:admin`. `{org}` must be the key's organization;
+ * any other answers 404.
+ */
+export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
+  HttpApiEndpoint.get("list", "/", {
+    success: RepositoryList
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.post("create", "/", {
+    payload: CreateRepository,
+    success: Repository.annotate({ httpApiStatus: 201 }),
+    error: Conflict
+  }).annotate(RequiredScope, "code:write"),
+  HttpApiEndpoint.get("get", "/:org/:repo", {
+    params: repoParams,
+    success: Repository,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.patch("update", "/:org/:repo", {
+    params: repoParams,
+    payload: UpdateRepository,
+    success: Repository,
+    error: NotFound
+  }).annotate(RequiredScope, "code:admin"),
+  HttpApiEndpoint.delete("remove", "/:org/:repo", {
+    params: repoParams,
+    success: HttpApiSchema.NoContent,
+    error: NotFound
+  }).annotate(RequiredScope, "code:admin"),
+  HttpApiEndpoint.get("branches", "/:org/:repo/branches", {
+    params: repoParams,
+    success: BranchList,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.get("tags", "/:org/:repo/tags", {
+    params: repoParams,
+    success: TagList,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read")
+).prefix("/api/v1/code/repos").middleware(Authentication) {}
