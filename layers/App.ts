@@ -1,7 +1,7 @@
 import { NodeHttpServer } from "@effect/platform-node"
 import { Layer } from "effect"
 import { createServer } from "node:http"
-import { Repositories } from "../services/git/Repositories.ts"
+import { GitLive } from "../services/git/GitLive.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
 import { Checker } from "../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../services/monitoring/Monitors.ts"
@@ -28,7 +28,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, Repositories.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive).pipe(
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)

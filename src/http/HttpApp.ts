@@ -3,6 +3,7 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
+import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
 import { MeHandlers } from "./handlers/Me.ts"
 import { MonitorsHandlers } from "./handlers/Monitors.ts"
@@ -25,6 +26,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
 export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
+  GitRoutes,
   EdgeMiddleware
 )
 

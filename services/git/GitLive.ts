@@ -1,0 +1,14 @@
+import { Layer } from "effect"
+import { PackStore } from "./PackStore.ts"
+import { ReceivePack } from "./ReceivePack.ts"
+import { RefUpdates } from "./RefUpdates.ts"
+import { RepoCache } from "./RepoCache.ts"
+import { Repositories } from "./Repositories.ts"
+import { UploadPack } from "./UploadPack.ts"
+
+/** Every git hosting service, wired (needs SQL, BlobStore, AppConfig, ApiKeys' dependencies). */
+export const GitLive = Layer.mergeAll(Repositories.layer, ReceivePack.layer, UploadPack.layer).pipe(
+  Layer.provideMerge(RefUpdates.layer),
+  Layer.provideMerge(PackStore.layer),
+  Layer.provideMerge(RepoCache.layer)
+)
