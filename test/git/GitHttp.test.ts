@@ -1,8 +1,11 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
-import { cloneUrl, gitClient, writeFiles } from "./gitClient.ts"
+import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
   "test/git/GitHttpApp"
@@ -38,6 +41,17 @@ const branches = (org: string, repo: string, key: string) =>
     ({ baseUrl }) => request(`${baseUrl}/api/v1/code/repos/${org}/${repo}/branches`, { token: key })
   )
 
+const api = (path: string, key: string) =>
+  Effect.flatMap(TestApp, ({ baseUrl }) => request(`${baseUrl}/api/v1/code/repos${path}`, { token: key }))
+
+/** Writes files in the work tree and commits them. */
+const commit = (git: GitClient, dir: string, files: Record<string, string | Buffer>, message: string) =>
+  Effect.gen(function*() {
+    yield* writeFiles(dir, files)
+    yield* git.ok(["add", "-A"], { cwd: dir })
+    yield* git.ok(["commit", "-q", "-m", message], { cwd: dir })
+  })
+
 layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git smart HTTP", (it) => {
   it.effect("clones an empty repository, pushes, and clones the same tree back", () =>
     Effect.gen(function*() {
@@ -66,5 +80,144 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
           protected: false
         }
       ])
+    }))
+
+  it.effect("fetches new commits incrementally, lists branches and tags, deletes and force-pushes branches", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo()
+      const a = git.dir("a")
+      yield* git.ok(["init", "-q", a])
+      yield* commit(git, a, { "one.txt": "1\n" }, "one")
+      yield* git.ok(["remote", "add", "origin", repo.url], { cwd: a })
+      yield* git.ok(["push", "-u", "origin", "main"], { cwd: a })
+      yield* git.ok(["clone", "-q", repo.url, git.dir("b")])
+
+      yield* commit(git, a, { "two.txt": "2\n" }, "two")
+      yield* git.ok(["tag", "-a", "v1.0", "-m", "release 1.0"], { cwd: a })
+      yield* git.ok(["tag", "light"], { cwd: a })
+      yield* git.ok(["push", "origin", "main", "v1.0", "light"], { cwd: a })
+      yield* git.ok(["push", "origin", "main:feature/x"], { cwd: a })
+
+      const fetched = yield* git.run(["fetch", "origin"], { cwd: git.dir("b") })
+      expect(fetched.code, fetched.stderr).toBe(0)
+      const head = (yield* git.ok(["rev-parse", "HEAD"], { cwd: a })).trim()
+      expect((yield* git.ok(["rev-parse", "origin/main"], { cwd: git.dir("b") })).trim()).toBe(head)
+      expect((yield* git.ok(["tag", "-l"], { cwd: git.dir("b") })).split("\n").filter(Boolean)).toEqual(["light", "v1.0"])
+
+      const listed = yield* branches(repo.slug, repo.name, repo.key)
+      expect(listed.body.branches.map((b: any) => [b.name, b.commitSha, b.isDefault])).toEqual([
+        ["feature/x", head, false],
+        ["main", head, true]
+      ])
+      const tags = yield* api(`/${repo.slug}/${repo.name}/tags`, repo.key)
+      const tagObject = (yield* git.ok(["rev-parse", "v1.0"], { cwd: a })).trim()
+      expect(tags.body.tags).toEqual([
+        { name: "light", sha: head, commitSha: head },
+        { name: "v1.0", sha: tagObject, commitSha: head }
+      ])
+
+      yield* git.ok(["push", "origin", "--delete", "feature/x"], { cwd: a })
+      expect((yield* branches(repo.slug, repo.name, repo.key)).body.branches.map((b: any) => b.name)).toEqual(["main"])
+
+      // Rewrite history: a plain push is refused by git, a forced one replaces the branch.
+      yield* git.ok(["reset", "-q", "--hard", "HEAD~1"], { cwd: a })
+      yield* commit(git, a, { "other.txt": "x\n" }, "rewritten")
+      const plain = yield* git.run(["push", "origin", "main"], { cwd: a })
+      expect(plain.code).not.toBe(0)
+      yield* git.ok(["push", "--force", "origin", "main"], { cwd: a })
+      const rewritten = (yield* git.ok(["rev-parse", "HEAD"], { cwd: a })).trim()
+      expect((yield* branches(repo.slug, repo.name, repo.key)).body.branches[0].commitSha).toBe(rewritten)
+      yield* git.ok(["fetch", "-q", "origin"], { cwd: git.dir("b") })
+      expect((yield* git.ok(["rev-parse", "origin/main"], { cwd: git.dir("b") })).trim()).toBe(rewritten)
+    }))
+
+  it.effect("serves shallow clones, protocol v0 and v2, and round-trips a 5 MB binary", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo()
+      const a = git.dir("a")
+      yield* git.ok(["init", "-q", a])
+      yield* git.ok(["remote", "add", "origin", repo.url], { cwd: a })
+      const binary = randomBytes(5 * 1024 * 1024)
+      yield* commit(git, a, { "blob.bin": binary }, "binary")
+      for (let i = 0; i < 3; i++) yield* commit(git, a, { [`f${i}.txt`]: `${i}\n` }, `c${i}`)
+      yield* git.ok(["push", "origin", "main"], { cwd: a })
+
+      yield* git.ok(["clone", "-q", "--depth", "1", repo.url, git.dir("shallow")])
+      expect((yield* git.ok(["rev-list", "--count", "HEAD"], { cwd: git.dir("shallow") })).trim()).toBe("1")
+      expect(Fs.readFileSync(Path.join(git.dir("shallow"), "blob.bin")).equals(binary)).toBe(true)
+      yield* git.ok(["fetch", "-q", "--deepen", "2"], { cwd: git.dir("shallow") })
+      expect((yield* git.ok(["rev-list", "--count", "HEAD"], { cwd: git.dir("shallow") })).trim()).toBe("3")
+
+      for (const version of ["0", "2"]) {
+        const target = git.dir(`v${version}`)
+        const cloned = yield* git.run(["-c", `protocol.version=${version}`, "clone", repo.url, target])
+        expect(cloned.code, cloned.stderr).toBe(0)
+        expect((yield* git.ok(["rev-list", "--count", "HEAD"], { cwd: target })).trim()).toBe("4")
+        yield* git.ok(["fsck", "--no-progress"], { cwd: target })
+      }
+    }))
+
+  it.effect("lets anyone fetch a public repository, asks for credentials on a private one, refuses a wrong key", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const open = yield* newRepo({ visibility: "public", name: "open" })
+      const closed = yield* newRepo({ name: "closed" })
+      for (const repo of [open, closed]) {
+        yield* git.ok(["init", "-q", git.dir(repo.name)])
+        yield* commit(git, git.dir(repo.name), { "a.txt": "a\n" }, "a")
+        yield* git.ok(["push", repo.url, "main"], { cwd: git.dir(repo.name) })
+      }
+      yield* git.ok(["clone", "-q", open.anonymousUrl, git.dir("anon-open")])
+      const anonPush = yield* git.run(["push", open.anonymousUrl, "main:other"], { cwd: git.dir("open") })
+      expect(anonPush.code).not.toBe(0)
+
+      const denied = yield* git.run(["clone", closed.anonymousUrl, git.dir("anon-closed")])
+      expect(denied.code).not.toBe(0)
+      expect(denied.stderr).toMatch(/Authentication failed|could not read Username|401/)
+      const { baseUrl } = yield* TestApp
+      const raw = yield* request(`${closed.anonymousUrl}/info/refs?service=git-upload-pack`.replace(/^http:\/\/[^/]+/, baseUrl))
+      expect(raw.status).toBe(401)
+      expect(raw.headers.get("www-authenticate")).toMatch(/^Basic /)
+
+      const wrong = yield* git.run(["clone", cloneUrl(baseUrl, closed.slug, "closed", "cnp_wrong"), git.dir("wrong")])
+      expect(wrong.code).not.toBe(0)
+      expect(wrong.stderr).toMatch(/Authentication failed|401/)
+    }))
+
+  it.effect("answers 404 to another organization's key, for fetch and push", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const mine = yield* newRepo()
+      const other = yield* newRepo()
+      const { baseUrl } = yield* TestApp
+      const foreign = cloneUrl(baseUrl, mine.slug, mine.name, other.key)
+      const cloned = yield* git.run(["clone", foreign, git.dir("x")])
+      expect(cloned.code).not.toBe(0)
+      expect(cloned.stderr).toMatch(/not found|404/)
+      const raw = yield* request(`${baseUrl}/${mine.slug}/${mine.name}.git/info/refs?service=git-receive-pack`, {
+        headers: { authorization: `Basic ${Buffer.from(`x:${other.key}`).toString("base64")}` }
+      })
+      expect(raw.status).toBe(404)
+      expect(raw.body.error).toBe("not_found")
+    }))
+
+  it.effect("round-trips a submodule entry pointing at an external URL", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo()
+      const a = git.dir("a")
+      yield* git.ok(["init", "-q", a])
+      const gitlink = "0123456789abcdef0123456789abcdef01234567"
+      yield* writeFiles(a, { ".gitmodules": "[submodule \"lib\"]\n\tpath = lib\n\turl = https://github.com/example/lib.git\n" })
+      yield* git.ok(["add", ".gitmodules"], { cwd: a })
+      yield* git.ok(["update-index", "--add", "--cacheinfo", `160000,${gitlink},lib`], { cwd: a })
+      yield* git.ok(["commit", "-q", "-m", "submodule"], { cwd: a })
+      yield* git.ok(["push", repo.url, "main"], { cwd: a })
+      yield* git.ok(["clone", "-q", repo.url, git.dir("copy")])
+      const entry = yield* git.ok(["ls-tree", "HEAD", "lib"], { cwd: git.dir("copy") })
+      expect(entry.trim()).toBe(`160000 commit ${gitlink}\tlib`)
+      expect(Fs.readFileSync(Path.join(git.dir("copy"), ".gitmodules"), "utf8")).toContain("https://github.com/example/lib.git")
     }))
 })
