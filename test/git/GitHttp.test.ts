@@ -103,7 +103,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
       expect(fetched.code, fetched.stderr).toBe(0)
       const head = (yield* git.ok(["rev-parse", "HEAD"], { cwd: a })).trim()
       expect((yield* git.ok(["rev-parse", "origin/main"], { cwd: git.dir("b") })).trim()).toBe(head)
-      expect((yield* git.ok(["tag", "-l"], { cwd: git.dir("b") })).split("\n").filter(Boolean)).toEqual(["light", "v1.0"])
+      expect((yield* git.ok(["tag", "-l"], { cwd: git.dir("b") })).split("\n").filter(Boolean)).toEqual([
+        "light",
+        "v1.0"
+      ])
 
       const listed = yield* branches(repo.slug, repo.name, repo.key)
       expect(listed.body.branches.map((b: any) => [b.name, b.commitSha, b.isDefault])).toEqual([
@@ -177,7 +180,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
       expect(denied.code).not.toBe(0)
       expect(denied.stderr).toMatch(/Authentication failed|could not read Username|401/)
       const { baseUrl } = yield* TestApp
-      const raw = yield* request(`${closed.anonymousUrl}/info/refs?service=git-upload-pack`.replace(/^http:\/\/[^/]+/, baseUrl))
+      const raw = yield* request(
+        `${closed.anonymousUrl}/info/refs?service=git-upload-pack`.replace(/^http:\/\/[^/]+/, baseUrl)
+      )
       expect(raw.status).toBe(401)
       expect(raw.headers.get("www-authenticate")).toMatch(/^Basic /)
 
@@ -210,7 +215,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
       const a = git.dir("a")
       yield* git.ok(["init", "-q", a])
       const gitlink = "0123456789abcdef0123456789abcdef01234567"
-      yield* writeFiles(a, { ".gitmodules": "[submodule \"lib\"]\n\tpath = lib\n\turl = https://github.com/example/lib.git\n" })
+      yield* writeFiles(a, {
+        ".gitmodules": "[submodule \"lib\"]\n\tpath = lib\n\turl = https://github.com/example/lib.git\n"
+      })
       yield* git.ok(["add", ".gitmodules"], { cwd: a })
       yield* git.ok(["update-index", "--add", "--cacheinfo", `160000,${gitlink},lib`], { cwd: a })
       yield* git.ok(["commit", "-q", "-m", "submodule"], { cwd: a })
@@ -218,6 +225,8 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
       yield* git.ok(["clone", "-q", repo.url, git.dir("copy")])
       const entry = yield* git.ok(["ls-tree", "HEAD", "lib"], { cwd: git.dir("copy") })
       expect(entry.trim()).toBe(`160000 commit ${gitlink}\tlib`)
-      expect(Fs.readFileSync(Path.join(git.dir("copy"), ".gitmodules"), "utf8")).toContain("https://github.com/example/lib.git")
+      expect(Fs.readFileSync(Path.join(git.dir("copy"), ".gitmodules"), "utf8")).toContain(
+        "https://github.com/example/lib.git"
+      )
     }))
 })
