@@ -14,6 +14,7 @@ import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -38,7 +39,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
-  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
+  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, RepositoryEntityLayer)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )

@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { Compaction } from "./Compaction.ts"
 import { PackStore } from "./PackStore.ts"
 import { ReceivePack } from "./ReceivePack.ts"
 import { RefUpdates } from "./RefUpdates.ts"
@@ -7,8 +8,9 @@ import { Repositories } from "./Repositories.ts"
 import { UploadPack } from "./UploadPack.ts"
 
 /** Every git hosting service, wired (needs SQL, BlobStore, AppConfig, ApiKeys' dependencies). */
-export const GitLive = Layer.mergeAll(Repositories.layer, ReceivePack.layer, UploadPack.layer).pipe(
+export const GitLive = Layer.mergeAll(ReceivePack.layer, UploadPack.layer, Compaction.layer).pipe(
   Layer.provideMerge(RefUpdates.layer),
   Layer.provideMerge(PackStore.layer),
-  Layer.provideMerge(RepoCache.layer)
+  Layer.provideMerge(RepoCache.layer),
+  Layer.provideMerge(Repositories.layer)
 )

@@ -38,7 +38,7 @@ export const makeQuarantine = (repoDir: string, tempDir: string): Quarantine => 
 })
 
 /** Object count of a version-2 pack index (the last fan-out entry). */
-const indexObjectCount = async (idxPath: string) => {
+export const indexObjectCount = async (idxPath: string) => {
   const handle = await FsP.open(idxPath, "r")
   try {
     const buffer = Buffer.alloc(4)

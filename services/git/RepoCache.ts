@@ -74,8 +74,11 @@ export class RepoCache extends Context.Service<RepoCache, {
   lease(
     repo: { readonly id: string; readonly defaultBranch: string }
   ): Effect.Effect<SyncedRepo, GitStorageError, Scope.Scope>
-  /** Runs `work` under the repository's cache lock without syncing (compaction). */
-  exclusive<A, E, R>(repoId: string, work: (dir: string) => Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
+  /** Syncs and runs `work` while holding the repository's cache lock (compaction rewrites the packs). */
+  exclusive<A, E, R>(
+    repo: { readonly id: string; readonly defaultBranch: string },
+    work: (synced: SyncedRepo) => Effect.Effect<A, E, R>
+  ): Effect.Effect<A, E | GitStorageError, R>
   /** A fresh temporary folder on the cache's file system (so files can be renamed into it). */
   tempDir(): Effect.Effect<string, GitStorageError>
   /** Moves a stored pack (`.pack` + `.idx`) into the repository's cached folder. */
@@ -217,8 +220,17 @@ export class RepoCache extends Context.Service<RepoCache, {
         work: (synced: SyncedRepo) => Effect.Effect<A, E, R>
       ): Effect.Effect<A, E | GitStorageError, R> => Effect.scoped(Effect.flatMap(lease(repo), work))
 
-      const exclusive = <A, E, R>(repoId: string, work: (dir: string) => Effect.Effect<A, E, R>) =>
-        entryOf(repoId).lock.withPermit(work(dirOf(repoId)))
+      const exclusive = <A, E, R>(
+        repo: { readonly id: string; readonly defaultBranch: string },
+        work: (synced: SyncedRepo) => Effect.Effect<A, E, R>
+      ) => {
+        const entry = entryOf(repo.id)
+        return Effect.acquireUseRelease(
+          Effect.sync(() => void entry.leases++),
+          () => entry.lock.withPermit(Effect.flatMap(sync(repo), work)),
+          () => Effect.sync(() => void entry.leases--)
+        )
+      }
 
       const tempDir = () =>
         fsTry("create a temporary folder", async () => {

@@ -6,6 +6,7 @@ import { createGunzip } from "node:zlib"
 import { ReceivePack, receivePackAdvertisement } from "../../../services/git/ReceivePack.ts"
 import { RepoCache } from "../../../services/git/RepoCache.ts"
 import { UploadPack } from "../../../services/git/UploadPack.ts"
+import { nudgeCompaction } from "../../entities/Repository.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 import { authorizeGit, pusherOf } from "./GitAuth.ts"
 
@@ -81,6 +82,7 @@ const receivePack = HttpRouter.add(
       const { org, repo } = yield* paramsOf
       const access = yield* authorizeGit(request, org, repo, "write")
       const body = yield* (yield* ReceivePack).handle(access.repo, pusherOf(access.principal), bodyOf(request))
+      yield* nudgeCompaction(access.repo.id)
       return HttpServerResponse.uint8Array(body, {
         contentType: "application/x-git-receive-pack-result",
         headers: noCache
