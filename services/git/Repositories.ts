@@ -74,6 +74,8 @@ export class Repositories extends Context.Service<Repositories, {
   tags(orgId: string, slug: string): Effect.Effect<TagList, NotFound>
   /** Internal: a live repository by organization and repository slug, any organization. */
   find(orgSlug: string, repoSlug: string): Effect.Effect<Option.Option<RepoRecord>>
+  /** Internal: an organization's live repository, as git access needs it. */
+  record(orgId: string, slug: string): Effect.Effect<RepoRecord, NotFound>
   /** Internal: a live repository by id. */
   findById(id: string): Effect.Effect<Option.Option<RepoRecord>>
 }>()("canopy/git/Repositories") {
@@ -205,7 +207,9 @@ export class Repositories extends Context.Service<Repositories, {
           Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toRecord(rows[0])))
         )
 
-      return Repositories.of({ create, list, get, update, remove, branches, tags, find, findById })
+      const record = (orgId: string, slug: string) => Effect.map(findOwned(orgId, slug), toRecord)
+
+      return Repositories.of({ create, list, get, update, remove, branches, tags, find, record, findById })
     })
   )
 }

@@ -2,16 +2,22 @@ import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
 import { Conflict, NotFound } from "../../../schemas/Errors.ts"
 import {
+  Blob,
   BranchList,
+  CommitList,
+  CommitsQuery,
   CreateRepository,
   Repository,
   RepositoryList,
   TagList,
+  Tree,
   UpdateRepository
 } from "../../../schemas/Repositories.ts"
 import { Authentication, RequiredScope } from "./Security.ts"
 
 const repoParams = { org: Schema.String, repo: Schema.String }
+/** `{ref}/{path}`: the ref may contain `/`, so the whole tail is one parameter (see RepoReader). */
+const tailParams = { ...repoParams, "*": Schema.String }
 
 /**
  * Repositories (spec 001 "Repositories"): read with `code:read`, create with `code:write`,
@@ -51,6 +57,22 @@ export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
   HttpApiEndpoint.get("tags", "/:org/:repo/tags", {
     params: repoParams,
     success: TagList,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.get("tree", "/:org/:repo/tree/*", {
+    params: tailParams,
+    success: Tree,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.get("blob", "/:org/:repo/blob/*", {
+    params: tailParams,
+    success: Blob,
+    error: NotFound
+  }).annotate(RequiredScope, "code:read"),
+  HttpApiEndpoint.get("commits", "/:org/:repo/commits", {
+    params: repoParams,
+    query: CommitsQuery,
+    success: CommitList,
     error: NotFound
   }).annotate(RequiredScope, "code:read")
 ).prefix("/api/v1/code/repos").middleware(Authentication) {}

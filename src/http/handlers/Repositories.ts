@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { NotFound } from "../../../schemas/Errors.ts"
+import { RepoReader } from "../../../services/git/RepoReader.ts"
 import { Repositories } from "../../../services/git/Repositories.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
@@ -17,6 +18,7 @@ export const RepositoriesHandlers = HttpApiBuilder.group(
   "repositories",
   Effect.fn(function*(handlers) {
     const repos = yield* Repositories
+    const reader = yield* RepoReader
     return handlers.handleAll({
       list: () => Effect.flatMap(CurrentPrincipal, (principal) => repos.list(principal.org.id)),
       create: ({ payload }) => Effect.flatMap(CurrentPrincipal, (principal) => repos.create(principal.org, payload)),
@@ -24,7 +26,10 @@ export const RepositoriesHandlers = HttpApiBuilder.group(
       update: ({ params, payload }) => Effect.flatMap(ownOrg(params), (org) => repos.update(org, params.repo, payload)),
       remove: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.remove(org, params.repo)),
       branches: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.branches(org, params.repo)),
-      tags: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo))
+      tags: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo)),
+      tree: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.tree(org, params.repo, params["*"])),
+      blob: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.blob(org, params.repo, params["*"])),
+      commits: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => reader.commits(org, params.repo, query))
     })
   })
 )
