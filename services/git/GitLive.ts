@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { Compaction } from "./Compaction.ts"
+import { Lfs } from "./Lfs.ts"
 import { PackStore } from "./PackStore.ts"
 import { ReceivePack } from "./ReceivePack.ts"
 import { RefUpdates } from "./RefUpdates.ts"
@@ -9,7 +10,13 @@ import { Repositories } from "./Repositories.ts"
 import { UploadPack } from "./UploadPack.ts"
 
 /** Every git hosting service, wired (needs SQL, BlobStore, AppConfig, ApiKeys' dependencies). */
-export const GitLive = Layer.mergeAll(ReceivePack.layer, UploadPack.layer, Compaction.layer, RepoReader.layer).pipe(
+export const GitLive = Layer.mergeAll(
+  ReceivePack.layer,
+  UploadPack.layer,
+  Compaction.layer,
+  RepoReader.layer,
+  Lfs.layer
+).pipe(
   Layer.provideMerge(RefUpdates.layer),
   Layer.provideMerge(PackStore.layer),
   Layer.provideMerge(RepoCache.layer),

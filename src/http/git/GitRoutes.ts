@@ -9,6 +9,7 @@ import { UploadPack } from "../../../services/git/UploadPack.ts"
 import { nudgeCompaction } from "../../entities/Repository.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 import { authorizeGit, pusherOf } from "./GitAuth.ts"
+import { LfsRoutes } from "./LfsRoutes.ts"
 
 /** The request body as a Node stream, gunzipped when git compressed it. */
 const bodyOf = (request: HttpServerRequest.HttpServerRequest): Readable => {
@@ -25,7 +26,7 @@ const noCache = {
 const paramsOf = Effect.map(HttpRouter.params, (params) => ({ org: params.org ?? "", repo: params.repo ?? "" }))
 
 /** Turns an auth refusal (a response) into the answer, everything else into a 500 via the edge. */
-const refusalsAnswered = <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+export const refusalsAnswered = <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
   Effect.catchIf(
     effect,
     (error): error is E & HttpServerResponse.HttpServerResponse => HttpServerResponse.isHttpServerResponse(error),
@@ -91,4 +92,4 @@ const receivePack = HttpRouter.add(
 )
 
 /** Git smart HTTP at `/<org>/<repo>.git` (GUIDE §8). */
-export const GitRoutes = Layer.mergeAll(infoRefs, uploadPack, receivePack)
+export const GitRoutes = Layer.mergeAll(infoRefs, uploadPack, receivePack, LfsRoutes)

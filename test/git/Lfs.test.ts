@@ -1,0 +1,143 @@
+import { expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import type { SqlClient } from "effect/sql"
+import { createHash, randomBytes } from "node:crypto"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
+
+class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
+  "test/git/LfsApp"
+) {}
+const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql })))
+
+let counter = 0
+const newRepo = (plan: string) =>
+  Effect.gen(function*() {
+    const { baseUrl } = yield* TestApp
+    const slug = `lfs-${process.pid}-${++counter}`
+    const org = yield* bootstrapOrg(baseUrl, { slug, plan })
+    const created = yield* request(`${baseUrl}/api/v1/code/repos`, {
+      method: "POST",
+      token: org.key,
+      body: { name: "media" }
+    })
+    return { ...org, slug, id: created.body.id as string, url: cloneUrl(baseUrl, slug, "media", org.key) }
+  })
+
+/** A work tree tracking `*.bin` with git-lfs. */
+const lfsWorkTree = (git: GitClient, name: string) =>
+  Effect.gen(function*() {
+    yield* git.ok(["lfs", "install", "--skip-repo"])
+    const dir = git.dir(name)
+    yield* git.ok(["init", "-q", dir])
+    yield* git.ok(["config", "lfs.locksverify", "false"], { cwd: dir })
+    yield* git.ok(["lfs", "track", "*.bin"], { cwd: dir })
+    return dir
+  })
+
+const lfsPost = (path: string, key: string, body: unknown) =>
+  Effect.flatMap(TestApp, ({ baseUrl }) =>
+    request(`${baseUrl}${path}`, {
+      method: "POST",
+      body,
+      headers: {
+        authorization: `Basic ${Buffer.from(`x:${key}`).toString("base64")}`,
+        accept: "application/vnd.git-lfs+json",
+        "content-type": "application/vnd.git-lfs+json"
+      }
+    }))
+
+layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git LFS", (it) => {
+  it.effect("pushes LFS objects and clones them back with identical content", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo("pro")
+      const work = yield* lfsWorkTree(git, "work")
+      const big = randomBytes(3 * 1024 * 1024)
+      const small = Buffer.from("tiny binary\0")
+      yield* writeFiles(work, { "assets/big.bin": big, "small.bin": small, "readme.txt": "hi\n" })
+      yield* git.ok(["add", "-A"], { cwd: work })
+      yield* git.ok(["commit", "-q", "-m", "assets"], { cwd: work })
+      yield* git.ok(["push", "-q", repo.url, "main"], { cwd: work })
+
+      // The git objects hold pointers; the content lives in LFS storage.
+      const pointer = yield* git.ok(["cat-file", "-p", "HEAD:assets/big.bin"], { cwd: work })
+      expect(pointer).toContain("oid sha256:" + createHash("sha256").update(big).digest("hex"))
+      const { sql } = yield* TestApp
+      const rows = yield* sql<{ size: string }>`SELECT size FROM lfs_objects WHERE repo_id = ${repo.id} ORDER BY size`
+        .pipe(Effect.orDie)
+      expect(rows.map((row) => Number(row.size))).toEqual([small.length, big.length])
+
+      yield* git.ok(["clone", "-q", repo.url, git.dir("copy")])
+      expect(Fs.readFileSync(Path.join(git.dir("copy"), "assets/big.bin")).equals(big)).toBe(true)
+      expect(Fs.readFileSync(Path.join(git.dir("copy"), "small.bin")).equals(small)).toBe(true)
+
+      const { baseUrl } = yield* TestApp
+      const api = yield* request(`${baseUrl}/api/v1/code/repos/${repo.slug}/media`, { token: repo.key })
+      expect(api.body.storageBytes).toBeGreaterThan(big.length + small.length)
+    }))
+
+  it.effect("refuses an object over the plan's maximum file size", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo("free")
+      const work = yield* lfsWorkTree(git, "work")
+      yield* writeFiles(work, { "huge.bin": randomBytes(25 * 1024 * 1024 + 1) })
+      yield* git.ok(["add", "-A"], { cwd: work })
+      yield* git.ok(["commit", "-q", "-m", "huge"], { cwd: work })
+      const pushed = yield* git.run(["push", repo.url, "main"], { cwd: work })
+      expect(pushed.code).not.toBe(0)
+      expect(pushed.stderr).toContain("exceeds the free plan's maximum file size of 25 MB")
+      const { sql } = yield* TestApp
+      expect(yield* sql`SELECT oid FROM lfs_objects WHERE repo_id = ${repo.id}`.pipe(Effect.orDie)).toEqual([])
+    }))
+
+  it.effect("verifies content before an object counts and answers errors the LFS way", () =>
+    Effect.gen(function*() {
+      const repo = yield* newRepo("pro")
+      const content = Buffer.from("hello lfs")
+      const oid = createHash("sha256").update(content).digest("hex")
+      const path = `/${repo.slug}/media.git/info/lfs/objects`
+      const batch = yield* lfsPost(`${path}/batch`, repo.key, {
+        operation: "upload",
+        transfers: ["basic"],
+        objects: [{ oid, size: content.length }, { oid: "not-an-oid", size: 1 }]
+      })
+      expect(batch.status).toBe(200)
+      expect(batch.headers.get("content-type")).toBe("application/vnd.git-lfs+json")
+      const [ok, bad] = batch.body.objects
+      expect(ok.actions.upload.href).toMatch(new RegExp(`${path}/${oid}$`))
+      expect(bad.error.code).toBe(422)
+
+      const { baseUrl } = yield* TestApp
+      const put = (body: Buffer) =>
+        Effect.promise(() =>
+          fetch(`${baseUrl}${path}/${oid}`, { method: "PUT", headers: ok.actions.upload.header, body }).then((r) =>
+            r.status
+          )
+        )
+      expect(yield* put(Buffer.from("something else"))).toBe(422)
+      const missing = yield* lfsPost(`${path}/batch`, repo.key, {
+        operation: "download",
+        objects: [{ oid, size: content.length }]
+      })
+      expect(missing.body.objects[0].error).toEqual({ code: 404, message: "Object does not exist" })
+      expect(yield* put(content)).toBe(200)
+      expect((yield* lfsPost(`${path}/verify`, repo.key, { oid, size: content.length })).status).toBe(200)
+      const found = yield* lfsPost(`${path}/batch`, repo.key, {
+        operation: "download",
+        objects: [{ oid, size: content.length }]
+      })
+      const download = found.body.objects[0].actions.download
+      const bytes = yield* Effect.promise(() =>
+        fetch(download.href, { headers: download.header }).then(async (r) => Buffer.from(await r.arrayBuffer()))
+      )
+      expect(bytes.equals(content)).toBe(true)
+
+      const other = yield* newRepo("pro")
+      const foreign = yield* lfsPost(`${path}/batch`, other.key, { operation: "download", objects: [{ oid, size: 9 }] })
+      expect(foreign.status).toBe(404)
+    }))
+})
