@@ -1,10 +1,12 @@
-import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { expect, it, layer } from "@effect/vitest"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import type { SqlClient } from "effect/sql"
 import { createHash, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
+import * as Os from "node:os"
 import * as Path from "node:path"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { BUCKET, startS3rver } from "../support/s3rver.ts"
 import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
@@ -141,3 +143,76 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git L
       expect(foreign.status).toBe(404)
     }))
 })
+
+it.effect(
+  "hands out presigned S3 URLs when the BlobStore is S3, and verifies before an object counts",
+  () =>
+    Effect.gen(function*() {
+      const s3Dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-s3rver-"))
+      yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(s3Dir, { recursive: true, force: true })))
+      const { port } = yield* startS3rver(s3Dir).pipe(Effect.orDie)
+      const endpoint = `http://127.0.0.1:${port}`
+      const app = yield* startApp({
+        s3: Option.some({
+          endpoint,
+          bucket: BUCKET,
+          region: "us-east-1",
+          accessKeyId: "S3RVER",
+          secretAccessKey: Redacted.make("S3RVER"),
+          forcePathStyle: true
+        })
+      })
+      const org = yield* bootstrapOrg(app.baseUrl, { slug: "lfs-s3", plan: "pro" })
+      yield* request(`${app.baseUrl}/api/v1/code/repos`, { method: "POST", token: org.key, body: { name: "media" } })
+      const url = cloneUrl(app.baseUrl, "lfs-s3", "media", org.key)
+      const content = randomBytes(256 * 1024)
+      const oid = createHash("sha256").update(content).digest("hex")
+
+      const auth = { authorization: `Basic ${Buffer.from(`x:${org.key}`).toString("base64")}` }
+      const batch = yield* request(`${app.baseUrl}/lfs-s3/media.git/info/lfs/objects/batch`, {
+        method: "POST",
+        headers: auth,
+        body: { operation: "upload", objects: [{ oid, size: content.length }] }
+      })
+      const upload = batch.body.objects[0].actions.upload
+      expect(upload.href.startsWith(`${endpoint}/${BUCKET}/`)).toBe(true)
+      expect(upload.href).toContain("X-Amz-Signature=")
+
+      // Through git-lfs: the upload goes to S3 directly, then `verify` makes it count.
+      const git = yield* gitClient
+      const work = yield* lfsWorkTree(git, "work")
+      yield* writeFiles(work, { "data.bin": content })
+      yield* git.ok(["add", "-A"], { cwd: work })
+      yield* git.ok(["commit", "-q", "-m", "data"], { cwd: work })
+      yield* git.ok(["push", "-q", url, "main"], { cwd: work })
+      const rows = yield* app.sql<{ oid: string }>`SELECT oid FROM lfs_objects`.pipe(Effect.orDie)
+      expect(rows.map((row) => row.oid)).toEqual([oid])
+      const download = yield* request(`${app.baseUrl}/lfs-s3/media.git/info/lfs/objects/batch`, {
+        method: "POST",
+        headers: auth,
+        body: { operation: "download", objects: [{ oid, size: content.length }] }
+      })
+      expect(download.body.objects[0].actions.download.href.startsWith(`${endpoint}/${BUCKET}/`)).toBe(true)
+      yield* git.ok(["clone", "-q", url, git.dir("copy")])
+      expect(Fs.readFileSync(Path.join(git.dir("copy"), "data.bin")).equals(content)).toBe(true)
+
+      // A presigned upload whose content does not match is refused at verify and removed.
+      const forged = createHash("sha256").update("forged").digest("hex")
+      const forgedBatch = yield* request(`${app.baseUrl}/lfs-s3/media.git/info/lfs/objects/batch`, {
+        method: "POST",
+        headers: auth,
+        body: { operation: "upload", objects: [{ oid: forged, size: 5 }] }
+      })
+      yield* Effect.promise(() =>
+        fetch(forgedBatch.body.objects[0].actions.upload.href, { method: "PUT", body: "wrong" })
+      )
+      const verify = yield* request(`${app.baseUrl}/lfs-s3/media.git/info/lfs/objects/verify`, {
+        method: "POST",
+        headers: auth,
+        body: { oid: forged, size: 5 }
+      })
+      expect(verify.status).toBe(422)
+      expect(yield* app.sql`SELECT oid FROM lfs_objects WHERE oid = ${forged}`.pipe(Effect.orDie)).toEqual([])
+    }),
+  { timeout: 120_000 }
+)
