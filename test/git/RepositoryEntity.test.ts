@@ -98,5 +98,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Repos
       expect(cached(first.id)).toBe(false)
       yield* git.ok(["clone", "-q", first.url, git.dir("first-again")])
       expect(yield* git.ok(["log", "--format=%s"], { cwd: git.dir("first-again") })).toBe("commit 0\n")
+      expect(cached(second.id)).toBe(false)
+      // The entity warms the hosting runner's cache on request.
+      const client = yield* inApp(Repository.client)
+      yield* inApp(client(second.id).WarmUp())
+      expect(cached(second.id)).toBe(true)
     }))
 })
