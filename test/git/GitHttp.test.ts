@@ -4,8 +4,8 @@ import { SqlClient } from "effect/sql"
 import { randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { bootstrapOrg, request, startApp } from "../support/app.ts"
-import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
+import { request, startApp } from "../support/app.ts"
+import { cloneUrl, commit, createRepo, gitClient, pushedWorkTree, writeFiles } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
   "test/git/GitHttpApp"
@@ -15,25 +15,11 @@ const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ bas
 let counter = 0
 /** A fresh organization with a key and one repository. */
 const newRepo = (options?: { visibility?: string; name?: string }) =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* TestApp
-    const slug = `git-${process.pid}-${++counter}`
-    const org = yield* bootstrapOrg(baseUrl, { slug, plan: "enterprise" })
-    const name = options?.name ?? "project"
-    const created = yield* request(`${baseUrl}/api/v1/code/repos`, {
-      method: "POST",
-      token: org.key,
-      body: { name, visibility: options?.visibility ?? "private" }
-    })
-    expect(created.status, JSON.stringify(created.body)).toBe(201)
-    return {
-      ...org,
-      slug,
-      name,
-      url: cloneUrl(baseUrl, slug, name, org.key),
-      anonymousUrl: cloneUrl(baseUrl, slug, name)
-    }
-  })
+  Effect.flatMap(
+    TestApp,
+    ({ baseUrl }) =>
+      createRepo(baseUrl, { slug: `git-${process.pid}-${++counter}`, name: options?.name ?? "project", ...options })
+  )
 
 const branches = (org: string, repo: string, key: string) =>
   Effect.flatMap(
@@ -43,14 +29,6 @@ const branches = (org: string, repo: string, key: string) =>
 
 const api = (path: string, key: string) =>
   Effect.flatMap(TestApp, ({ baseUrl }) => request(`${baseUrl}/api/v1/code/repos${path}`, { token: key }))
-
-/** Writes files in the work tree and commits them. */
-const commit = (git: GitClient, dir: string, files: Record<string, string | Buffer>, message: string) =>
-  Effect.gen(function*() {
-    yield* writeFiles(dir, files)
-    yield* git.ok(["add", "-A"], { cwd: dir })
-    yield* git.ok(["commit", "-q", "-m", message], { cwd: dir })
-  })
 
 layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git smart HTTP", (it) => {
   it.effect("clones an empty repository, pushes, and clones the same tree back", () =>
@@ -168,9 +146,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
       const open = yield* newRepo({ visibility: "public", name: "open" })
       const closed = yield* newRepo({ name: "closed" })
       for (const repo of [open, closed]) {
-        yield* git.ok(["init", "-q", git.dir(repo.name)])
-        yield* commit(git, git.dir(repo.name), { "a.txt": "a\n" }, "a")
-        yield* git.ok(["push", repo.url, "main"], { cwd: git.dir(repo.name) })
+        yield* pushedWorkTree(git, repo.url, repo.name)
       }
       yield* git.ok(["clone", "-q", open.anonymousUrl, git.dir("anon-open")])
       const anonPush = yield* git.run(["push", open.anonymousUrl, "main:other"], { cwd: git.dir("open") })

@@ -4,8 +4,8 @@ import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { gzipSync } from "node:zlib"
 import { pkt } from "../../services/git/PktLine.ts"
-import { bootstrapOrg, request, startApp } from "../support/app.ts"
-import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
+import { startApp } from "../support/app.ts"
+import { commit, createRepo, gitClient, pushedWorkTree } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
   "test/git/GitPushApp"
@@ -14,26 +14,7 @@ const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ bas
 
 let counter = 0
 const newRepo = () =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* TestApp
-    const slug = `push-${process.pid}-${++counter}`
-    const org = yield* bootstrapOrg(baseUrl, { slug, plan: "enterprise" })
-    const created = yield* request(`${baseUrl}/api/v1/code/repos`, {
-      method: "POST",
-      token: org.key,
-      body: { name: "r" }
-    })
-    expect(created.status).toBe(201)
-    return { ...org, slug, id: created.body.id as string, url: cloneUrl(baseUrl, slug, "r", org.key) }
-  })
-
-const commit = (git: GitClient, dir: string, files: Record<string, string>, message: string) =>
-  Effect.gen(function*() {
-    yield* writeFiles(dir, files)
-    yield* git.ok(["add", "-A"], { cwd: dir })
-    yield* git.ok(["commit", "-q", "-m", message], { cwd: dir })
-    return (yield* git.ok(["rev-parse", "HEAD"], { cwd: dir })).trim()
-  })
+  Effect.flatMap(TestApp, ({ baseUrl }) => createRepo(baseUrl, { slug: `push-${process.pid}-${++counter}` }))
 
 const storedRefs = (repoId: string) =>
   Effect.flatMap(
@@ -67,10 +48,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
     Effect.gen(function*() {
       const git = yield* gitClient
       const repo = yield* newRepo()
-      const base = git.dir("base")
-      yield* git.ok(["init", "-q", base])
-      yield* commit(git, base, { "base.txt": "base\n" }, "base")
-      yield* git.ok(["push", repo.url, "main"], { cwd: base })
+      yield* pushedWorkTree(git, repo.url)
       yield* git.ok(["clone", "-q", repo.url, git.dir("x")])
       yield* git.ok(["clone", "-q", repo.url, git.dir("y")])
       const x = yield* commit(git, git.dir("x"), { "x.txt": "x\n" }, "from x")
@@ -96,10 +74,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
     Effect.gen(function*() {
       const git = yield* gitClient
       const repo = yield* newRepo()
-      const a = git.dir("a")
-      yield* git.ok(["init", "-q", a])
-      const first = yield* commit(git, a, { "a.txt": "a\n" }, "a")
-      yield* git.ok(["push", repo.url, "main"], { cwd: a })
+      const { dir: a, head: first } = yield* pushedWorkTree(git, repo.url)
       const second = yield* commit(git, a, { "b.txt": "b\n".repeat(1000) }, "b")
       const pack = Buffer.from(
         yield* Effect.promise(() =>
@@ -136,10 +111,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
     Effect.gen(function*() {
       const git = yield* gitClient
       const repo = yield* newRepo()
-      const a = git.dir("a")
-      yield* git.ok(["init", "-q", a])
-      const first = yield* commit(git, a, { "a.txt": "a\n" }, "a")
-      yield* git.ok(["push", repo.url, "main"], { cwd: a })
+      const { dir: a, head: first } = yield* pushedWorkTree(git, repo.url)
       const { sql } = yield* TestApp
       yield* sql`UPDATE repositories SET archived = true WHERE id = ${repo.id}`.pipe(Effect.orDie)
       yield* commit(git, a, { "b.txt": "b\n" }, "b")
@@ -191,10 +163,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
     Effect.gen(function*() {
       const git = yield* gitClient
       const repo = yield* newRepo()
-      const a = git.dir("a")
-      yield* git.ok(["init", "-q", a])
-      const head = yield* commit(git, a, { "a.txt": "a\n" }, "a")
-      yield* git.ok(["push", repo.url, "main"], { cwd: a })
+      const { head } = yield* pushedWorkTree(git, repo.url)
       const { baseUrl } = yield* TestApp
       const body = gzipSync(Buffer.concat([pkt(`want ${head} ofs-delta\n`), Buffer.from("0000"), pkt("done\n")]))
       const response = yield* Effect.promise(async () => {

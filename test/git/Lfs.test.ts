@@ -7,7 +7,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { BUCKET, startS3rver } from "../support/s3rver.ts"
-import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
+import { cloneUrl, createRepo, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
   "test/git/LfsApp"
@@ -16,17 +16,10 @@ const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ bas
 
 let counter = 0
 const newRepo = (plan: string) =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* TestApp
-    const slug = `lfs-${process.pid}-${++counter}`
-    const org = yield* bootstrapOrg(baseUrl, { slug, plan })
-    const created = yield* request(`${baseUrl}/api/v1/code/repos`, {
-      method: "POST",
-      token: org.key,
-      body: { name: "media" }
-    })
-    return { ...org, slug, id: created.body.id as string, url: cloneUrl(baseUrl, slug, "media", org.key) }
-  })
+  Effect.flatMap(
+    TestApp,
+    ({ baseUrl }) => createRepo(baseUrl, { slug: `lfs-${process.pid}-${++counter}`, plan, name: "media" })
+  )
 
 /** A work tree tracking `*.bin` with git-lfs. */
 const lfsWorkTree = (git: GitClient, name: string) =>

@@ -4,8 +4,8 @@ import { ZERO_SHA } from "../../services/git/PktLine.ts"
 import { RefUpdateCheck, type RefUpdateCheckFn, RefUpdates } from "../../services/git/RefUpdates.ts"
 import { RepoCache } from "../../services/git/RepoCache.ts"
 import { Repositories } from "../../services/git/Repositories.ts"
-import { bootstrapOrg, request, startApp } from "../support/app.ts"
-import { cloneUrl, gitClient, writeFiles } from "./gitClient.ts"
+import { request, startApp } from "../support/app.ts"
+import { createRepo, gitClient, pushedWorkTree } from "./gitClient.ts"
 
 type Services = RefUpdates | RepoCache | Repositories
 class TestApp extends Context.Service<TestApp, {
@@ -37,16 +37,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("RefUp
   it.effect("asks the hook about every ref, applies the accepted ones, and all-or-nothing when atomic", () =>
     Effect.gen(function*() {
       const { baseUrl, context } = yield* TestApp
-      const org = yield* bootstrapOrg(baseUrl, { slug: "hooks", plan: "enterprise" })
-      yield* request(`${baseUrl}/api/v1/code/repos`, { method: "POST", token: org.key, body: { name: "hooked" } })
+      const org = yield* createRepo(baseUrl, { slug: "hooks", name: "hooked" })
       const git = yield* gitClient
-      const work = git.dir("work")
-      yield* git.ok(["init", "-q", work])
-      yield* writeFiles(work, { "a.txt": "a\n" })
-      yield* git.ok(["add", "-A"], { cwd: work })
-      yield* git.ok(["commit", "-q", "-m", "a"], { cwd: work })
-      yield* git.ok(["push", "-q", cloneUrl(baseUrl, "hooks", "hooked", org.key), "main"], { cwd: work })
-      const head = (yield* git.ok(["rev-parse", "HEAD"], { cwd: work })).trim()
+      const { head } = yield* pushedWorkTree(git, org.url)
 
       const seen: Array<string> = []
       const check: RefUpdateCheckFn = ({ command }) =>

@@ -7,8 +7,8 @@ import * as Path from "node:path"
 import { Compaction } from "../../services/git/Compaction.ts"
 import { BlobStore } from "../../services/platform/BlobStore.ts"
 import { Repository } from "../../src/entities/Repository.ts"
-import { bootstrapOrg, request, startApp } from "../support/app.ts"
-import { cloneUrl, type GitClient, gitClient, writeFiles } from "./gitClient.ts"
+import { request, startApp } from "../support/app.ts"
+import { commit, createRepo, type GitClient, gitClient } from "./gitClient.ts"
 
 // A cache too small for two repositories: each use evicts the other (idle) one.
 process.env.GIT_CACHE_MAX_BYTES = "1"
@@ -25,20 +25,12 @@ const TestAppLive = Layer.effect(
 
 let counter = 0
 const newRepo = (name: string) =>
-  Effect.gen(function*() {
-    const { baseUrl } = yield* TestApp
-    const slug = `ent-${process.pid}-${++counter}`
-    const org = yield* bootstrapOrg(baseUrl, { slug, plan: "enterprise" })
-    const created = yield* request(`${baseUrl}/api/v1/code/repos`, { method: "POST", token: org.key, body: { name } })
-    return { ...org, slug, id: created.body.id as string, url: cloneUrl(baseUrl, slug, name, org.key) }
-  })
+  Effect.flatMap(TestApp, ({ baseUrl }) => createRepo(baseUrl, { slug: `ent-${process.pid}-${++counter}`, name }))
 
 const pushCommits = (git: GitClient, dir: string, url: string, count: number) =>
   Effect.gen(function*() {
     for (let i = 0; i < count; i++) {
-      yield* writeFiles(dir, { [`file-${i}.txt`]: `content ${i}\n`.repeat(50) })
-      yield* git.ok(["add", "-A"], { cwd: dir })
-      yield* git.ok(["commit", "-q", "-m", `commit ${i}`], { cwd: dir })
+      yield* commit(git, dir, { [`file-${i}.txt`]: `content ${i}\n`.repeat(50) }, `commit ${i}`)
       yield* git.ok(["push", "-q", url, "main"], { cwd: dir })
     }
   })

@@ -3,6 +3,7 @@ import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { bootstrapOrg, request } from "../support/app.ts"
 
 export interface GitResult {
   readonly code: number | null
@@ -78,5 +79,48 @@ export const writeFiles = (dir: string, files: Record<string, string | Buffer>) 
     for (const [name, content] of Object.entries(files)) {
       Fs.mkdirSync(Path.dirname(Path.join(dir, name)), { recursive: true })
       Fs.writeFileSync(Path.join(dir, name), content)
+    }
+  })
+
+/** Writes files in the work tree `dir`, commits them, and returns the new commit's id. */
+export const commit = (git: GitClient, dir: string, files: Record<string, string | Buffer>, message: string) =>
+  Effect.gen(function*() {
+    yield* writeFiles(dir, files)
+    yield* git.ok(["add", "-A"], { cwd: dir })
+    yield* git.ok(["commit", "-q", "-m", message], { cwd: dir })
+    return (yield* git.ok(["rev-parse", "HEAD"], { cwd: dir })).trim()
+  })
+
+/** A fresh work tree `name` with one commit (`a.txt`) pushed to `url` as `main`. */
+export const pushedWorkTree = (git: GitClient, url: string, name = "work") =>
+  Effect.gen(function*() {
+    const dir = git.dir(name)
+    yield* git.ok(["init", "-q", dir])
+    const head = yield* commit(git, dir, { "a.txt": "a\n" }, "a")
+    yield* git.ok(["push", "-q", url, "main"], { cwd: dir })
+    return { dir, head }
+  })
+
+/** An organization with an owner's key and one repository in it, created through the API. */
+export const createRepo = (
+  baseUrl: string,
+  options: { slug: string; plan?: string; name?: string; visibility?: string }
+) =>
+  Effect.gen(function*() {
+    const org = yield* bootstrapOrg(baseUrl, { slug: options.slug, plan: options.plan ?? "enterprise" })
+    const name = options.name ?? "r"
+    const created = yield* request(`${baseUrl}/api/v1/code/repos`, {
+      method: "POST",
+      token: org.key,
+      body: { name, visibility: options.visibility ?? "private" }
+    })
+    if (created.status !== 201) throw new Error(`repo: ${created.status} ${JSON.stringify(created.body)}`)
+    return {
+      ...org,
+      slug: options.slug,
+      name,
+      id: created.body.id as string,
+      url: cloneUrl(baseUrl, options.slug, name, org.key),
+      anonymousUrl: cloneUrl(baseUrl, options.slug, name)
     }
   })
