@@ -173,7 +173,13 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         }
 
         const outcome = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`SELECT id FROM repositories WHERE id = ${repo.id} FOR UPDATE`
+          // Archived or trashed since the request began: nothing moves.
+          const [state] = yield* sql<{ archived: boolean; deleted: boolean }>`
+            SELECT archived, deleted_at IS NOT NULL AS deleted FROM repositories WHERE id = ${repo.id} FOR UPDATE`
+          if (state === undefined || state.archived || state.deleted) {
+            for (const command of accepted) verdicts.set(command.name, "repository is archived or deleted")
+            return "rolled back" as const
+          }
           const rows = yield* sql<StoredRef>`SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id}`
           const current = new Map(rows.map((row) => [row.name, row.sha]))
           const stale = accepted.filter((c) => (current.get(c.name) ?? ZERO_SHA) !== c.oldSha)
@@ -194,7 +200,19 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           yield* publishAll(events.filter((event) => appliedNames.has(event.ref)).map((event) => event.event)).pipe(
             Effect.provideService(SqlClient.SqlClient, sql)
           )
-          if (applied.length > 0) yield* sql`UPDATE repositories SET updated_at = now() WHERE id = ${repo.id}`
+          // As on GitHub: the first branch pushed into a repository without branches becomes the
+          // default when the configured default branch was not among those pushed.
+          const hadBranches = rows.some((row) => row.name.startsWith("refs/heads/"))
+          const pushedBranches = applied.filter((c) => c.name.startsWith("refs/heads/") && c.newSha !== ZERO_SHA)
+          const defaultRef = `refs/heads/${repo.defaultBranch}`
+          const newDefault = !hadBranches && pushedBranches.length > 0 && !pushedBranches.some((c) =>
+              c.name === defaultRef
+            )
+            ? pushedBranches[0].name.slice("refs/heads/".length)
+            : repo.defaultBranch
+          if (applied.length > 0) {
+            yield* sql`UPDATE repositories SET updated_at = now(), default_branch = ${newDefault} WHERE id = ${repo.id}`
+          }
           return "committed" as const
         })).pipe(Effect.orDie)
 

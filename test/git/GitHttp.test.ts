@@ -205,4 +205,18 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git s
         "https://github.com/example/lib.git"
       )
     }))
+
+  it.effect("makes the first pushed branch the default when the configured one was not pushed", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo()
+      const work = git.dir("work")
+      yield* git.ok(["init", "-q", "-b", "trunk", work])
+      yield* commit(git, work, { "a.txt": "a\n" }, "a")
+      yield* git.ok(["push", "-q", repo.url, "trunk"], { cwd: work })
+      expect((yield* api(`/${repo.slug}/${repo.name}`, repo.key)).body.defaultBranch).toBe("trunk")
+      const cloned = yield* git.run(["clone", repo.url, git.dir("copy")])
+      expect(cloned.stderr).not.toContain("nonexistent ref")
+      expect((yield* git.ok(["branch", "--show-current"], { cwd: git.dir("copy") })).trim()).toBe("trunk")
+    }))
 })
