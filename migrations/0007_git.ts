@@ -58,4 +58,13 @@ export default Effect.gen(function*() {
       created_at timestamptz NOT NULL DEFAULT now(),
       PRIMARY KEY (repo_id, oid)
     )`
+  yield* sql`
+    CREATE TABLE lfs_locks (
+      id text PRIMARY KEY,
+      repo_id text NOT NULL REFERENCES repositories (id) ON DELETE CASCADE,
+      path text NOT NULL,
+      owner_id text NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+      created_at timestamptz NOT NULL DEFAULT now(),
+      UNIQUE (repo_id, path)
+    )`
 })

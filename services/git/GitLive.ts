@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { Compaction } from "./Compaction.ts"
 import { Lfs } from "./Lfs.ts"
+import { LfsLocks } from "./LfsLocks.ts"
 import { PackStore } from "./PackStore.ts"
 import { ReceivePack } from "./ReceivePack.ts"
 import { RefUpdates } from "./RefUpdates.ts"
@@ -15,7 +16,8 @@ export const GitLive = Layer.mergeAll(
   UploadPack.layer,
   Compaction.layer,
   RepoReader.layer,
-  Lfs.layer
+  Lfs.layer,
+  LfsLocks.layer
 ).pipe(
   Layer.provideMerge(RefUpdates.layer),
   Layer.provideMerge(PackStore.layer),

@@ -27,7 +27,6 @@ const lfsWorkTree = (git: GitClient, name: string) =>
     yield* git.ok(["lfs", "install", "--skip-repo"])
     const dir = git.dir(name)
     yield* git.ok(["init", "-q", dir])
-    yield* git.ok(["config", "lfs.locksverify", "false"], { cwd: dir })
     yield* git.ok(["lfs", "track", "*.bin"], { cwd: dir })
     return dir
   })

@@ -9,6 +9,7 @@ import { UploadPack } from "../../../services/git/UploadPack.ts"
 import { nudgeCompaction } from "../../entities/Repository.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 import { authorizeGit, pusherOf } from "./GitAuth.ts"
+import { LfsLockRoutes } from "./LfsLockRoutes.ts"
 import { LfsRoutes } from "./LfsRoutes.ts"
 
 /** The request body as a Node stream, gunzipped when git compressed it. */
@@ -92,4 +93,4 @@ const receivePack = HttpRouter.add(
 )
 
 /** Git smart HTTP at `/<org>/<repo>.git` (GUIDE §8). */
-export const GitRoutes = Layer.mergeAll(infoRefs, uploadPack, receivePack, LfsRoutes)
+export const GitRoutes = Layer.mergeAll(infoRefs, uploadPack, receivePack, LfsRoutes, LfsLockRoutes)

@@ -12,19 +12,19 @@ import { refusalsAnswered } from "./GitRoutes.ts"
 const lfsError = (status: number, message: string) =>
   HttpServerResponse.text(JSON.stringify({ message }), { status, contentType: LFS_MEDIA_TYPE })
 
-const lfsJson = (body: unknown, status = 200) =>
+export const lfsJson = (body: unknown, status = 200) =>
   HttpServerResponse.text(JSON.stringify(body), { status, contentType: LFS_MEDIA_TYPE })
 
-const params = Effect.map(HttpRouter.params, (p) => ({ org: p.org ?? "", repo: p.repo ?? "", oid: p.oid ?? "" }))
+export const params = Effect.map(HttpRouter.params, (p) => ({ org: p.org ?? "", repo: p.repo ?? "", oid: p.oid ?? "" }))
 
 /** Decodes the JSON body with `schema`; a bad body is a 422 in LFS's error style. */
-const bodyAs = <S extends Schema.Top>(schema: S) =>
+export const bodyAs = <S extends Schema.Top>(schema: S) =>
   HttpServerRequest.schemaBodyJson(schema as any).pipe(
     Effect.mapError(() => new LfsError({ status: 422, message: "The request body is not a valid LFS request" }))
   ) as Effect.Effect<S["Type"], LfsError, HttpServerRequest.HttpServerRequest | S["DecodingServices"]>
 
 /** Answers LFS errors (and auth refusals) instead of failing. */
-const answered = <R>(
+export const answered = <R>(
   effect: Effect.Effect<HttpServerResponse.HttpServerResponse, LfsError | HttpServerResponse.HttpServerResponse, R>
 ) =>
   refusalsAnswered(
