@@ -126,4 +126,22 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Repos
       expect((yield* api(`/${slug}/empty/branches`, { token: key })).body).toEqual({ branches: [], count: 0 })
       expect((yield* api(`/${slug}/empty/tags`, { token: key })).body).toEqual({ tags: [], count: 0 })
     }))
+
+  it.effect("documents the code endpoints in the OpenAPI document", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const openapi = yield* request(`${baseUrl}/openapi.json`)
+      expect(openapi.status).toBe(200)
+      const paths = Object.keys(openapi.body.paths)
+      for (
+        const path of [
+          "/api/v1/code/repos",
+          "/api/v1/code/repos/{org}/{repo}",
+          "/api/v1/code/repos/{org}/{repo}/branches"
+        ]
+      ) {
+        expect(paths).toContain(path)
+      }
+      expect(paths.some((path) => path.startsWith("/api/v1/code/repos/{org}/{repo}/tree/"))).toBe(true)
+    }))
 })
