@@ -150,7 +150,13 @@ export class ReceivePack extends Context.Service<ReceivePack, {
                 }),
               removeQuarantine
             )).pipe(Effect.result)
-          if (outcome._tag === "Success") return report(capabilities, "ok", outcome.success, messages)
+          if (outcome._tag === "Success") {
+            // Each refusal is also said on the progress channel, where git shows it as "remote: …".
+            for (const result of outcome.success) {
+              if (!result.ok && !repo.archived) messages.push(`Canopy: ${result.name} refused: ${result.reason}`)
+            }
+            return report(capabilities, "ok", outcome.success, messages)
+          }
           const error = outcome.failure
           const reason = error._tag === "PackRejected" ? error.reason : "storage failure"
           if (error._tag === "GitStorageError") yield* Effect.logError("push could not be stored", error)

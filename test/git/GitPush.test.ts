@@ -182,4 +182,19 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
       expect(response.bytes.subarray(0, 8).toString()).toBe("0008NAK\n")
       expect(response.bytes.subarray(8, 12).toString()).toBe("PACK")
     }))
+
+  it.effect("refuses reserved refs per ref, with the reason in report-status and on the progress channel", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const repo = yield* newRepo()
+      const { dir, head } = yield* pushedWorkTree(git, repo.url)
+      const pushed = yield* git.run(["push", repo.url, "main:refs/pull/1/head", "main:refs/heads/copy"], { cwd: dir })
+      expect(pushed.code).not.toBe(0)
+      expect(pushed.stderr).toContain("remote: Canopy: refs/pull/1/head refused: refs/pull/ is reserved")
+      expect(pushed.stderr).toMatch(/\[remote rejected\]\s+main -> refs\/pull\/1\/head \(refs\/pull\/ is reserved\)/)
+      expect(yield* storedRefs(repo.id)).toEqual([
+        { name: "refs/heads/copy", sha: head },
+        { name: "refs/heads/main", sha: head }
+      ])
+    }))
 })
