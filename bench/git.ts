@@ -13,7 +13,7 @@
  *
  * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4).
  */
-import { Effect, Scope } from "effect"
+import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
@@ -212,7 +212,7 @@ const main = async () => {
   for (const server of servers) server.proxy.close()
   backend.close()
   await stop(canopy)
-  await Effect.runPromise(Scope.close(scope, { _tag: "Success", value: undefined } as any))
+  await Effect.runPromise(Scope.close(scope, Exit.void))
   Fs.rmSync(dir, { recursive: true, force: true })
 }
 

@@ -18,10 +18,10 @@ export const lfsJson = (body: unknown, status = 200) =>
 export const params = Effect.map(HttpRouter.params, (p) => ({ org: p.org ?? "", repo: p.repo ?? "", oid: p.oid ?? "" }))
 
 /** Decodes the JSON body with `schema`; a bad body is a 422 in LFS's error style. */
-export const bodyAs = <S extends Schema.Top>(schema: S) =>
-  HttpServerRequest.schemaBodyJson(schema as any).pipe(
+export const bodyAs = <A>(schema: Schema.ConstraintDecoder<A, never>) =>
+  HttpServerRequest.schemaBodyJson(schema).pipe(
     Effect.mapError(() => new LfsError({ status: 422, message: "The request body is not a valid LFS request" }))
-  ) as Effect.Effect<S["Type"], LfsError, HttpServerRequest.HttpServerRequest | S["DecodingServices"]>
+  )
 
 /** Answers LFS errors (and auth refusals) instead of failing. */
 export const answered = <R>(
