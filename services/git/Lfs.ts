@@ -12,6 +12,7 @@ import type { Plan } from "../../schemas/Tenancy.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
 import { fileStream, GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
+import { storageStanding } from "./StorageQuota.ts"
 
 const MiB = 1024 * 1024
 
@@ -101,6 +102,9 @@ export class Lfs extends Context.Service<Lfs, {
           const valid = request.objects.filter((o) => OID.test(o.oid) && Number.isInteger(o.size) && o.size >= 0)
           const have = yield* stored(repo.id, valid.map((o) => o.oid))
           const limit = lfsMaxFileBytes[plan]
+          const storage = request.operation === "upload"
+            ? yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+            : undefined
           const objects = yield* Effect.forEach(
             request.objects,
             (object) =>
@@ -125,6 +129,9 @@ export class Lfs extends Context.Service<Lfs, {
                 // Already stored: nothing to transfer.
                 if (have.get(oid) === size) {
                   return { oid, size, authenticated: true }
+                }
+                if (storage?.blocked === true) {
+                  return { oid, size, error: { code: 507, message: "The organization's storage quota is exceeded" } }
                 }
                 if (size > limit) {
                   return {

@@ -1,10 +1,13 @@
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { PassThrough, type Readable } from "node:stream"
+import { finished } from "node:stream/promises"
 import { FLUSH, pkt, readUntilFlush, sideband, ZERO_SHA } from "./PktLine.ts"
 import { indexPack, makeQuarantine, PackRejected, removeQuarantine } from "./Quarantine.ts"
 import { type Pusher, type RefCommand, type RefResult, RefUpdates } from "./RefUpdates.ts"
 import { RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
+import { storageStanding } from "./StorageQuota.ts"
 
 /** What the server offers to `git push` (gitprotocol-capabilities). */
 export const RECEIVE_CAPABILITIES =
@@ -88,6 +91,13 @@ const parseRequest = (input: Readable) =>
     input.on("error", onError)
   })
 
+/** Reads a pack nobody will index to its end, so the client has sent it all when it gets the answer. */
+const drain = (pack: Readable) =>
+  Effect.promise(() => {
+    pack.resume()
+    return finished(pack).catch(() => undefined)
+  })
+
 /** The report-status answer, on side-band 1 when the client asked for side-band-64k. */
 const report = (
   capabilities: ReadonlySet<string>,
@@ -120,6 +130,7 @@ export class ReceivePack extends Context.Service<ReceivePack, {
     Effect.gen(function*() {
       const cache = yield* RepoCache
       const refUpdates = yield* RefUpdates
+      const sql = yield* SqlClient.SqlClient
 
       const handle = Effect.fn("ReceivePack.handle")(
         function*(repo: RepoRecord, pusher: Pusher | null, input: Readable) {
@@ -130,6 +141,14 @@ export class ReceivePack extends Context.Service<ReceivePack, {
           const { capabilities, commands, pack } = parsed.success
           const messages: Array<string> = []
           if (repo.archived) messages.push("Canopy: this repository is archived; pushes are refused.")
+          const storage = yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          if (storage.blocked) {
+            messages.push("Canopy: storage quota reached; pushes are refused until space is freed or the plan changes.")
+            const refused = commands.map((c) => ({ name: c.name, ok: false, reason: "storage quota exceeded" }))
+            yield* drain(pack)
+            return report(capabilities, "ok", refused, messages)
+          }
+          if (storage.warning !== undefined) messages.push(`Canopy: warning: ${storage.warning}.`)
           const outcome = yield* cache.use(repo, (synced) =>
             Effect.acquireUseRelease(
               Effect.map(cache.tempDir(), (dir) => makeQuarantine(synced.dir, dir)),
@@ -138,7 +157,7 @@ export class ReceivePack extends Context.Service<ReceivePack, {
                   // Only deletions: the client sends no pack.
                   const quarantine = commands.some((c) => c.newSha !== ZERO_SHA) && !repo.archived
                     ? yield* indexPack(synced.dir, empty, pack)
-                    : empty
+                    : yield* Effect.as(drain(pack), empty)
                   return yield* refUpdates.apply({
                     repo,
                     dir: synced.dir,

@@ -197,4 +197,40 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
         { name: "refs/heads/main", sha: head }
       ])
     }))
+
+  it.effect("warns at 80% of the plan's storage and refuses pushes and LFS uploads at 100%; fetches continue", () =>
+    Effect.gen(function*() {
+      const { baseUrl, sql } = yield* TestApp
+      const repo = yield* createRepo(baseUrl, { slug: `quota-${process.pid}`, plan: "free" })
+      const git = yield* gitClient
+      const { dir } = yield* pushedWorkTree(git, repo.url)
+      const GiB = 1024 ** 3
+      yield* sql`UPDATE repositories SET lfs_bytes = ${Math.round(0.85 * GiB)} WHERE id = ${repo.id}`.pipe(Effect.orDie)
+      yield* commit(git, dir, { "b.txt": "b\n" }, "b")
+      const warned = yield* git.run(["push", repo.url, "main"], { cwd: dir })
+      expect(warned.code, warned.stderr).toBe(0)
+      expect(warned.stderr).toContain("remote: Canopy: warning: the organization uses 85% of its plan's storage")
+
+      yield* sql`UPDATE repositories SET lfs_bytes = ${GiB} WHERE id = ${repo.id}`.pipe(Effect.orDie)
+      const before = yield* storedRefs(repo.id)
+      const third = yield* commit(git, dir, { "c.txt": "c\n" }, "c")
+      const refused = yield* git.run(["push", repo.url, "main"], { cwd: dir })
+      expect(refused.code).not.toBe(0)
+      expect(refused.stderr).toContain("storage quota")
+      expect(yield* storedRefs(repo.id)).toEqual(before)
+      expect(before[0].sha).not.toBe(third)
+      yield* git.ok(["clone", "-q", repo.url, git.dir("copy")])
+
+      const batch = yield* Effect.promise(() =>
+        fetch(`${baseUrl}/${repo.slug}/r.git/info/lfs/objects/batch`, {
+          method: "POST",
+          headers: {
+            authorization: `Basic ${Buffer.from(`x:${repo.key}`).toString("base64")}`,
+            "content-type": "application/vnd.git-lfs+json"
+          },
+          body: JSON.stringify({ operation: "upload", objects: [{ oid: "a".repeat(64), size: 10 }] })
+        }).then((r) => r.json() as Promise<any>)
+      )
+      expect(batch.objects[0].error.code).toBe(507)
+    }))
 })
