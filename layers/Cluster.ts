@@ -8,12 +8,15 @@ import type { AppConfigShape } from "../services/platform/AppConfig.ts"
  * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
  * locks loses them after `shardLockExpiration`, and the survivors take them over.
  */
+export const shardsPerGroup = 300
+
 const sharding = {
+  shardsPerGroup,
   shardLockRefreshInterval: "2 seconds",
   shardLockExpiration: "8 seconds",
   runnerHealthCheckInterval: "2 seconds",
   entityMessagePollInterval: "1 second",
-  // Monitor entities (src/entities/Monitor.ts) are resident only around their checks, but
+  // Monitor entities (src/entities/MonitorEntity.ts) are resident only around their checks, but
   // after a restart every overdue monitor is checked at once: the default cap of 10,000
   // resident entities would hold back (and delay) the rest of that burst.
   maxResidentEntities: "unbounded"

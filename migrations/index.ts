@@ -1,10 +1,12 @@
 import platform from "./0001_platform.ts"
 import monitoring from "./0002_monitoring.ts"
 import git from "./0007_git.ts"
+import monitorShards from "./0009_monitor_shards.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
   "0001_platform": platform,
   "0002_monitoring": monitoring,
-  "0007_git": git
+  "0007_git": git,
+  "0009_monitor_shards": monitorShards
 }

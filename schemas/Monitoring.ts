@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { ValidationError } from "./Errors.ts"
+import { eventType } from "./Events.ts"
 
 /**
  * Monitors and heartbeats (spec "Monitor", "Heartbeat"; GUIDE §6).
@@ -188,20 +189,20 @@ export const monitorValidationError = (issues: ReadonlyArray<FieldIssue>): Valid
 // --- requests ----------------------------------------------------------------------------
 
 const settings = {
-  method: Schema.optional(HttpMethod),
-  checkType: Schema.optional(CheckType),
-  frequency: Schema.optional(Frequency),
-  timeout: Schema.optional(Timeout),
-  expectedCode: Schema.optional(ExpectedCode),
-  headers: Schema.optional(MonitorHeaders),
-  body: Schema.optional(Schema.NullOr(MonitorBody)),
-  active: Schema.optional(Schema.Boolean),
-  assertions: Schema.optional(Schema.NullOr(MonitorAssertions)),
-  dnsRecordType: Schema.optional(Schema.NullOr(DnsRecordType)),
-  expectedValue: Schema.optional(Schema.NullOr(ExpectedValue)),
-  degradedThresholdMs: Schema.optional(Schema.NullOr(DegradedThresholdMs)),
-  retries: Schema.optional(Retries),
-  retryInterval: Schema.optional(RetryInterval)
+  method: Schema.optionalKey(HttpMethod),
+  checkType: Schema.optionalKey(CheckType),
+  frequency: Schema.optionalKey(Frequency),
+  timeout: Schema.optionalKey(Timeout),
+  expectedCode: Schema.optionalKey(ExpectedCode),
+  headers: Schema.optionalKey(MonitorHeaders),
+  body: Schema.optionalKey(Schema.NullOr(MonitorBody)),
+  active: Schema.optionalKey(Schema.Boolean),
+  assertions: Schema.optionalKey(Schema.NullOr(MonitorAssertions)),
+  dnsRecordType: Schema.optionalKey(Schema.NullOr(DnsRecordType)),
+  expectedValue: Schema.optionalKey(Schema.NullOr(ExpectedValue)),
+  degradedThresholdMs: Schema.optionalKey(Schema.NullOr(DegradedThresholdMs)),
+  retries: Schema.optionalKey(Retries),
+  retryInterval: Schema.optionalKey(RetryInterval)
 }
 
 /** POST body: `name` and `url` required, everything else defaults (`MONITOR_DEFAULTS`). */
@@ -219,18 +220,33 @@ export const CreateMonitor = Schema.Struct({
     dnsRecordType: input.dnsRecordType,
     expectedValue: input.expectedValue
   }).map((issue) => ({ path: [issue.field], issue: issue.message }))
-))
+)).annotate({
+  examples: [
+    { name: "Homepage", url: "https://example.com/", frequency: 60, timeout: 10 },
+    {
+      name: "Orders API",
+      url: "https://api.example.com/health",
+      checkType: "api",
+      assertions: [{ path: "$.status", op: "eq", value: "ok" }],
+      degradedThresholdMs: 800,
+      retries: 2
+    },
+    { name: "Database", url: "tcp://db.example.com:5432", checkType: "tcp" }
+  ]
+})
 export type CreateMonitor = typeof CreateMonitor.Type
 
 /**
- * PATCH body: any subset of the create fields. The cross-field rules are checked by the
+ * PATCH body: any subset of the create fields. Fields are `optionalKey`: absent means
+ * unchanged, and `null` is refused where the field is not nullable (the JSON codec would
+ * otherwise read `null` as absent and the PATCH would silently change nothing). The cross-field rules are checked by the
  * service against the stored monitor merged with the patch (400 naming the field).
  */
 export const UpdateMonitor = Schema.Struct({
-  name: Schema.optional(MonitorName),
-  url: Schema.optional(MonitorUrl),
+  name: Schema.optionalKey(MonitorName),
+  url: Schema.optionalKey(MonitorUrl),
   ...settings
-})
+}).annotate({ examples: [{ active: false }, { frequency: 300, timeout: 20 }] })
 export type UpdateMonitor = typeof UpdateMonitor.Type
 
 export const ListMonitorsQuery = {
@@ -297,11 +313,13 @@ export const Monitor = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
   url: Schema.String,
-  method: HttpMethod,
+  /** `null` for checks that send no HTTP request (tcp, dns, websocket). */
+  method: Schema.NullOr(HttpMethod),
   checkType: CheckType,
   frequency: Schema.Int,
   timeout: Schema.Int,
-  expectedCode: Schema.Int,
+  /** `null` for checks that read no HTTP status (tcp, dns, websocket). */
+  expectedCode: Schema.NullOr(Schema.Int),
   headers: Schema.Record(Schema.String, Schema.String),
   body: Schema.NullOr(Schema.String),
   active: Schema.Boolean,
@@ -329,3 +347,42 @@ export type MonitorList = typeof MonitorList.Type
 
 export const HeartbeatList = Schema.Struct({ heartbeats: Schema.Array(Heartbeat), count: Schema.Int })
 export type HeartbeatList = typeof HeartbeatList.Type
+
+// --- domain events ---------------------------------------------------------------------
+
+/** A monitor was created, changed or deleted (its entity reloads). */
+export const MonitorChangedEvent = eventType(
+  "monitor.changed",
+  Schema.Struct({
+    monitorId: Schema.String,
+    orgId: Schema.String,
+    change: Schema.Literals(["created", "updated", "deleted"])
+  })
+)
+
+/** A monitor's status changed (alerts, the live stream, webhooks). */
+export const MonitorStatusEvent = eventType(
+  "monitor.status",
+  Schema.Struct({
+    monitorId: Schema.String,
+    name: Schema.String,
+    status: MonitorStatus,
+    previousStatus: MonitorStatus,
+    timestamp: Schema.String
+  })
+)
+
+/** One check's result (the authenticated live stream). */
+export const HeartbeatEvent = eventType(
+  "heartbeat",
+  Schema.Struct({
+    monitorId: Schema.String,
+    timestamp: Schema.String,
+    status: HeartbeatStatus,
+    responseTime: Schema.Int,
+    statusCode: Schema.optionalKey(Schema.Int),
+    error: Schema.optionalKey(Schema.String),
+    region: Schema.String,
+    attempt: Schema.Int
+  })
+)

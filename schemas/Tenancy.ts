@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { eventType } from "./Events.ts"
 
 export const Plan = Schema.Literals(["free", "hobby", "pro", "enterprise"])
 export type Plan = typeof Plan.Type
@@ -66,7 +67,7 @@ export const CreateOrganization = Schema.Struct({
   name: Name,
   plan: Schema.optional(Plan),
   requestsPerMinute: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100_000_000 })))
-})
+}).annotate({ examples: [{ slug: "acme", name: "Acme Inc", plan: "pro" }] })
 export type CreateOrganization = typeof CreateOrganization.Type
 
 export const UpdateOrganization = Schema.Struct({
@@ -84,14 +85,14 @@ export const AddMember = Schema.Struct({
   email: Email,
   name: Schema.optional(Name),
   role: Schema.optional(Role)
-})
+}).annotate({ examples: [{ username: "alice", email: "alice@example.com", name: "Alice", role: "owner" }] })
 export type AddMember = typeof AddMember.Type
 
 export const CreateApiKey = Schema.Struct({
   username: Username,
   name: Schema.optional(Name),
   scopes: Schema.optional(Schema.Array(ApiScope))
-})
+}).annotate({ examples: [{ username: "alice", name: "laptop" }, { username: "ci", scopes: ["monitors:read"] }] })
 export type CreateApiKey = typeof CreateApiKey.Type
 
 export const CreatedApiKey = Schema.Struct({
@@ -122,3 +123,11 @@ export const Me = Schema.Struct({
   scopes: Schema.Array(ApiScope)
 })
 export type Me = typeof Me.Type
+
+// --- domain events ---------------------------------------------------------------------
+
+/** An API key was revoked: every runner drops its cached lookup at once. */
+export const ApiKeyRevokedEvent = eventType("apikey.revoked", Schema.Struct({ keyId: Schema.String }))
+
+/** An organization's name, plan or quota changed: cached lookups of its keys are dropped. */
+export const OrgUpdatedEvent = eventType("org.updated", Schema.Struct({ slug: Schema.String }))

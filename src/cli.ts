@@ -1,6 +1,6 @@
 import { NodeRuntime, NodeServices } from "@effect/platform-node"
 import { Console, Effect, Option } from "effect"
-import { Argument, Command, Flag } from "effect/cli"
+import { Argument, CliError, Command, Flag } from "effect/cli"
 import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import * as Fs from "node:fs"
@@ -48,7 +48,7 @@ const orgList = Command.make(
   "list",
   {},
   () => adminClient.pipe(Effect.flatMap((admin) => admin.listOrgs()), Effect.flatMap(print))
-)
+).pipe(Command.withDescription("List every organization"))
 
 const orgCreate = Command.make(
   "create",
@@ -58,7 +58,7 @@ const orgCreate = Command.make(
       Effect.flatMap((admin) => admin.createOrg({ payload: { slug, name, plan: Option.getOrUndefined(plan) } })),
       Effect.flatMap(print)
     )
-)
+).pipe(Command.withDescription("Create an organization (plan defaults to free)"))
 
 const orgUpdate = Command.make(
   "update",
@@ -82,7 +82,7 @@ const orgUpdate = Command.make(
       ),
       Effect.flatMap(print)
     )
-)
+).pipe(Command.withDescription("Change an organization's name, plan or request quota"))
 
 const userAdd = Command.make(
   "add",
@@ -103,7 +103,7 @@ const userAdd = Command.make(
       ),
       Effect.flatMap(print)
     )
-)
+).pipe(Command.withDescription("Add a user to an organization (created if new) with a role"))
 
 const keyCreate = Command.make(
   "create",
@@ -123,7 +123,7 @@ const keyCreate = Command.make(
       ),
       Effect.flatMap(print)
     )
-)
+).pipe(Command.withDescription("Create an API key for a user; with no scopes it gets every scope the role allows"))
 
 const keyRevoke = Command.make(
   "revoke",
@@ -133,20 +133,33 @@ const keyRevoke = Command.make(
       Effect.flatMap((admin) => admin.revokeKey({ params: { id } })),
       Effect.andThen(Console.log(`revoked ${id}`))
     )
-)
+).pipe(Command.withDescription("Revoke an API key at once"))
 
 root.pipe(
   Command.withSubcommands([
-    Command.make("org").pipe(Command.withSubcommands([orgList, orgCreate, orgUpdate])),
-    Command.make("user").pipe(Command.withSubcommands([userAdd])),
-    Command.make("key").pipe(Command.withSubcommands([keyCreate, keyRevoke]))
+    Command.make("org").pipe(
+      Command.withDescription("Organizations: list, create, update"),
+      Command.withSubcommands([orgList, orgCreate, orgUpdate])
+    ),
+    Command.make("user").pipe(
+      Command.withDescription("Users and their membership of an organization"),
+      Command.withSubcommands([userAdd])
+    ),
+    Command.make("key").pipe(
+      Command.withDescription("API keys: create, revoke"),
+      Command.withSubcommands([keyCreate, keyRevoke])
+    )
   ]),
   Command.run({ version: "0.1.0" }),
-  // API errors carry the server's message; print it instead of a stack trace.
+  // API errors carry the server's message; print it instead of a stack trace. Help (asked
+  // for, or shown because no subcommand was given) is already printed: exit 0 unless a
+  // parse error came with it.
   Effect.catch((error) =>
-    Console.error(`canopy: ${(error as { message?: string }).message ?? String(error)}`).pipe(
-      Effect.andThen(Effect.sync(() => process.exitCode = 1))
-    )
+    CliError.isCliError(error) && error._tag === "ShowHelp"
+      ? Effect.sync(() => process.exitCode = error.errors.length > 0 ? 1 : 0)
+      : Console.error(`canopy: ${(error as { message?: string }).message ?? String(error)}`).pipe(
+        Effect.andThen(Effect.sync(() => process.exitCode = 1))
+      )
   ),
   Effect.provide([NodeServices.layer, FetchHttpClient.layer]),
   NodeRuntime.runMain

@@ -27,4 +27,14 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
   process.once(signal, () => setTimeout(() => process.exit(1), 20_000).unref())
 }
 
-NodeRuntime.runMain(Effect.scoped(main))
+NodeRuntime.runMain(
+  Effect.scoped(main).pipe(
+    // An operator's mistake (say a second start on a DATA_DIR in use) is one sentence, not a trace.
+    Effect.catchTag("EmbeddedPostgresError", (error) =>
+      Console.error(`Canopy could not start: ${error.message}`).pipe(
+        Effect.andThen(Effect.sync(() => {
+          process.exitCode = 1
+        }))
+      ))
+  )
+)

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Events, type NewDomainEvent } from "../platform/Events.ts"
 import type { CheckAssertion, CheckResult, CheckTarget, CheckType, DnsRecordType } from "./checks/Checker.ts"
@@ -265,45 +266,59 @@ const make = Effect.gen(function*() {
       }
 
       const timestamp = checkedAt.toISOString()
-      const published: Array<NewDomainEvent> = [{
-        type: "heartbeat",
-        orgId: monitor.orgId,
-        data: {
-          monitorId: input.monitorId,
-          timestamp,
-          status: next.heartbeatStatus,
-          responseTime: Math.max(0, Math.round(result.responseTimeMs)),
-          ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
-          ...(result.error === undefined ? {} : { error: result.error }),
-          region,
-          attempt: input.attempt
-        }
-      }]
+      const published: Array<NewDomainEvent> = [HeartbeatEvent.make(monitor.orgId, {
+        monitorId: input.monitorId,
+        timestamp,
+        status: next.heartbeatStatus,
+        responseTime: Math.max(0, Math.round(result.responseTimeMs)),
+        ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
+        ...(result.error === undefined ? {} : { error: result.error }),
+        region,
+        attempt: input.attempt
+      })]
       if (applied.changed) {
-        published.push({
-          type: "monitor.status",
-          orgId: monitor.orgId,
-          data: {
-            monitorId: input.monitorId,
-            name: monitor.name,
-            status: applied.status,
-            previousStatus: monitor.status,
-            timestamp
-          }
-        })
+        published.push(MonitorStatusEvent.make(monitor.orgId, {
+          monitorId: input.monitorId,
+          name: monitor.name,
+          status: applied.status,
+          previousStatus: monitor.status,
+          timestamp
+        }))
       }
       // Last: the publish lock is held until commit.
       yield* events.publishAll(published).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     }))
 
-  /** The schedule of every active monitor (the wake-up sweep). */
-  const activeSchedules: Effect.Effect<ReadonlyArray<MonitorSchedule>, SqlError> = sql<MonitorSchedule>`
-    SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
-      retry_interval AS "retryInterval", status
-    FROM monitors WHERE active`
+  /**
+   * The schedule of every active monitor on the given shards (the wake-up sweep), plus
+   * those whose shard is not known yet for `shardCount` shards (`shard` null: assign it).
+   */
+  const activeSchedules = (shards: ReadonlyArray<number>, shardCount: number) =>
+    sql<MonitorSchedule & { readonly shard: number | null }>`
+      SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
+        retry_interval AS "retryInterval", status,
+        CASE WHEN shard_count = ${shardCount} THEN shard END AS shard
+      FROM monitors
+      WHERE active AND (shard = ANY(${shards}::int[]) OR shard IS NULL OR shard_count <> ${shardCount})`
 
-  return CheckRecorder.of({ loadSchedule, claim, reschedule, lastSlotAt, loadTarget, record, activeSchedules })
+  /** Records the shard of each monitor (computed by the cluster from its id). */
+  const assignShards = (assigned: ReadonlyArray<{ readonly id: string; readonly shard: number }>, shardCount: number) =>
+    assigned.length === 0 ? Effect.void : sql`
+      UPDATE monitors m SET shard = v.shard, shard_count = ${shardCount}
+      FROM unnest(${assigned.map((a) => a.id)}::text[], ${assigned.map((a) => a.shard)}::int[]) AS v(id, shard)
+      WHERE m.id = v.id`.pipe(Effect.asVoid)
+
+  return CheckRecorder.of({
+    loadSchedule,
+    claim,
+    reschedule,
+    lastSlotAt,
+    loadTarget,
+    record,
+    activeSchedules,
+    assignShards
+  })
 })
 
 export class CheckRecorder extends Context.Service<CheckRecorder, {
@@ -322,7 +337,14 @@ export class CheckRecorder extends Context.Service<CheckRecorder, {
   readonly lastSlotAt: (monitorId: string) => Effect.Effect<Option.Option<number>, SqlError>
   readonly loadTarget: (monitorId: string) => Effect.Effect<Option.Option<CheckTarget>, SqlError>
   readonly record: (input: AttemptInput) => Effect.Effect<RecordOutcome, SqlError>
-  readonly activeSchedules: Effect.Effect<ReadonlyArray<MonitorSchedule>, SqlError>
+  readonly activeSchedules: (
+    shards: ReadonlyArray<number>,
+    shardCount: number
+  ) => Effect.Effect<ReadonlyArray<MonitorSchedule & { readonly shard: number | null }>, SqlError>
+  readonly assignShards: (
+    assigned: ReadonlyArray<{ readonly id: string; readonly shard: number }>,
+    shardCount: number
+  ) => Effect.Effect<void, SqlError>
 }>()("canopy/monitoring/CheckRecorder") {
   static readonly layer: Layer.Layer<CheckRecorder, never, SqlClient.SqlClient | Events | AppConfig> = Layer.effect(
     CheckRecorder,

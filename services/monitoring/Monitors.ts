@@ -6,6 +6,7 @@ import {
   type CheckType,
   type CreateMonitor,
   type DnsRecordType,
+  type FieldIssue,
   type Heartbeat,
   type HeartbeatList,
   type HeartbeatStatus,
@@ -13,14 +14,17 @@ import {
   type Monitor,
   MONITOR_DEFAULTS,
   type MonitorAssertion,
+  MonitorChangedEvent,
   type MonitorList,
   monitorRuleIssues,
   type MonitorStatus,
   monitorValidationError,
   type UpdateMonitor
 } from "../../schemas/Monitoring.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { privateTargetIssue } from "./PrivateTarget.ts"
 import { accountInterval, Uptime, type UptimeWindow } from "./Uptime.ts"
 
 /** A `monitors` row as the driver returns it (jsonb parsed, timestamptz as Date). */
@@ -131,14 +135,6 @@ export const loadMonitorConfig = (
     return rows.length === 0 ? Option.none() : Option.some(toMonitorConfig(rows[0]))
   })
 
-/** The domain event published (in the same transaction) whenever a monitor is created, changed or deleted. */
-export const MONITOR_CHANGED = "monitor.changed"
-export interface MonitorChangedData {
-  readonly monitorId: string
-  readonly orgId: string
-  readonly change: "created" | "updated" | "deleted"
-}
-
 /** Heartbeats returned with a monitor fetched by id (GUIDE §6). */
 export const RECENT_HEARTBEATS = 50
 
@@ -165,6 +161,10 @@ export const toHeartbeat = (row: HeartbeatRow): Heartbeat => ({
 
 type UptimeFigures = { readonly uptime24h: number; readonly uptime7d?: number; readonly uptime30d?: number }
 
+type MonitorChange = typeof MonitorChangedEvent.data.Type["change"]
+
+const sendsHttpRequest = (checkType: CheckType) => checkType === "http" || checkType === "api"
+
 export const toMonitor = (
   config: MonitorConfig,
   uptime: UptimeFigures,
@@ -173,11 +173,11 @@ export const toMonitor = (
   id: config.id,
   name: config.name,
   url: config.url,
-  method: config.method,
+  method: sendsHttpRequest(config.checkType) ? config.method : null,
   checkType: config.checkType,
   frequency: config.frequency,
   timeout: config.timeout,
-  expectedCode: config.expectedCode,
+  expectedCode: sendsHttpRequest(config.checkType) ? config.expectedCode : null,
   headers: config.headers,
   body: config.body,
   active: config.active,
@@ -253,6 +253,14 @@ export class Monitors extends Context.Service<Monitors, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const uptime = yield* Uptime
+      const { outboundAllowPrivate } = yield* AppConfig
+      /** The URL rules plus the private-address rule, reported once per field. */
+      const withPrivateTarget = (issues: ReadonlyArray<FieldIssue>, checkType: CheckType, url: string) => {
+        const blocked = issues.some((issue) => issue.field === "url")
+          ? undefined
+          : privateTargetIssue(checkType, url, outboundAllowPrivate)
+        return blocked === undefined ? issues : [...issues, blocked]
+      }
       const notFound = (id: string) => new NotFound({ message: `Monitor '${id}' not found` })
       const nowDate = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
 
@@ -271,7 +279,11 @@ export class Monitors extends Context.Service<Monitors, {
         const checkType = input.checkType ?? MONITOR_DEFAULTS.checkType
         const frequency = input.frequency ?? MONITOR_DEFAULTS.frequency
         const timeout = input.timeout ?? MONITOR_DEFAULTS.timeout
-        const issues = monitorRuleIssues({ ...input, checkType, frequency, timeout })
+        const issues = withPrivateTarget(
+          monitorRuleIssues({ ...input, checkType, frequency, timeout }),
+          checkType,
+          input.url
+        )
         if (issues.length > 0) return yield* monitorValidationError(issues)
         const active = input.active ?? MONITOR_DEFAULTS.active
         const now = (yield* nowDate).toISOString()
@@ -293,11 +305,9 @@ export class Monitors extends Context.Service<Monitors, {
               ${now}::timestamptz, ${now}::timestamptz
             )
             RETURNING *`
-          yield* publish({
-            type: MONITOR_CHANGED,
-            orgId,
-            data: { monitorId: id, orgId, change: "created" } satisfies MonitorChangedData
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change: "created" })).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
           return rows[0]
         })).pipe(Effect.orDie)
         // A new monitor has no uptime data yet.
@@ -353,7 +363,7 @@ export class Monitors extends Context.Service<Monitors, {
       })
 
       /** Applies a patch in one transaction; returns the stored result. */
-      const applyUpdate = (orgId: string, id: string, patch: UpdateMonitor, change: MonitorChangedData["change"]) =>
+      const applyUpdate = (orgId: string, id: string, patch: UpdateMonitor, change: MonitorChange) =>
         sql.withTransaction(Effect.gen(function*() {
           const rows = yield* sql<MonitorRow>`
             SELECT * FROM monitors WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(Effect.orDie)
@@ -380,7 +390,9 @@ export class Monitors extends Context.Service<Monitors, {
             retryInterval: patch.retryInterval ?? current.retryInterval,
             active: patch.active ?? current.active
           }
-          const issues = monitorRuleIssues(next)
+          const issues = has("url") || has("checkType")
+            ? withPrivateTarget(monitorRuleIssues(next), next.checkType, next.url)
+            : monitorRuleIssues(next)
           if (issues.length > 0) return yield* monitorValidationError(issues)
 
           const now = yield* nowDate
@@ -420,11 +432,10 @@ export class Monitors extends Context.Service<Monitors, {
               updated_at = ${now.toISOString()}::timestamptz
             WHERE id = ${id}
             RETURNING *`.pipe(Effect.orDie)
-          yield* publish({
-            type: MONITOR_CHANGED,
-            orgId,
-            data: { monitorId: id, orgId, change } satisfies MonitorChangedData
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change })).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql),
+            Effect.orDie
+          )
           return toMonitorConfig(updated[0])
         })).pipe(
           Effect.catchTag("SqlError", Effect.die)

@@ -1,16 +1,19 @@
-import { Clock, Context, Effect, Layer, Schedule, Stream } from "effect"
-import { SqlClient } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
+import { SqlClient, SqlSchema } from "effect/sql"
 import { Forbidden, NotFound, Unauthorized } from "../../schemas/Errors.ts"
-import type {
-  ApiKeySummary,
+import {
+  ApiKeyRevokedEvent,
+  type ApiKeySummary,
   ApiScope,
-  CreateApiKey,
-  CreatedApiKey,
-  Organization,
+  type CreateApiKey,
+  type CreatedApiKey,
+  type Organization,
+  OrgUpdatedEvent,
+  Plan,
   Role,
-  User
+  scopesForRole,
+  type User
 } from "../../schemas/Tenancy.ts"
-import { scopesForRole } from "../../schemas/Tenancy.ts"
 import { sha256Hex } from "./Crypto.ts"
 import { Events, publish } from "./Events.ts"
 import { makeId, randomBase62 } from "./Ids.ts"
@@ -29,11 +32,47 @@ export interface Principal {
 const secretPrefix = "cnp_"
 const secretPattern = /^cnp_[A-Za-z0-9]{40}$/
 
+/** A key of the organization's list, as selected below. */
+const KeySummaryRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  scopes: Schema.Array(ApiScope),
+  username: Schema.String,
+  created_at: Schema.Date,
+  last_used_at: Schema.NullOr(Schema.Date),
+  revoked_at: Schema.NullOr(Schema.Date)
+})
+
+/** A live key with its organization, user and role, as selected on authentication. */
+const PrincipalRow = Schema.Struct({
+  key_id: Schema.String,
+  scopes: Schema.Array(ApiScope),
+  role: Role,
+  id: Schema.String,
+  slug: Schema.String,
+  org_name: Schema.String,
+  plan: Plan,
+  project_id: Schema.String,
+  requests_per_minute: Schema.NullOr(Schema.Number),
+  org_created_at: Schema.Date,
+  user_id: Schema.String,
+  username: Schema.String,
+  email: Schema.String,
+  user_name: Schema.NullOr(Schema.String),
+  user_created_at: Schema.Date
+})
+
 /** Keys are stored as SHA-256 of the secret; the secret itself is shown once and never kept. */
 const hashSecret = sha256Hex
 
 /** How long a runner trusts a cached key lookup; revocations and plan changes evict at once. */
 const cacheTtlMillis = 30_000
+/**
+ * Keys a runner keeps looked up; beyond this the oldest lookup is dropped (insertion order,
+ * so a hit costs nothing). Effect's `Cache` was measured on this path and cost about a third
+ * of /api/v1/me's throughput (docs/decisions.md).
+ */
+const cacheCapacity = 10_000
 
 export class ApiKeys extends Context.Service<ApiKeys, {
   create(orgSlug: string, input: CreateApiKey): Effect.Effect<CreatedApiKey, NotFound | Forbidden>
@@ -93,10 +132,17 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           }
         })
 
+      const listRows = SqlSchema.findAll({
+        Request: Schema.String,
+        Result: KeySummaryRow,
+        execute: (orgId) =>
+          sql`
+            SELECT k.id, k.name, k.scopes, u.username, k.created_at, k.last_used_at, k.revoked_at
+            FROM api_keys k JOIN users u ON u.id = k.user_id
+            WHERE k.org_id = ${orgId} ORDER BY k.created_at DESC`
+      })
       const list = Effect.fn("ApiKeys.list")(function*(orgId: string) {
-        const rows = yield* sql<any>`
-          SELECT k.*, u.username FROM api_keys k JOIN users u ON u.id = k.user_id
-          WHERE k.org_id = ${orgId} ORDER BY k.created_at DESC`.pipe(Effect.orDie)
+        const rows = yield* listRows(orgId).pipe(Effect.orDie)
         return rows.map((row): ApiKeySummary => ({
           id: row.id,
           name: row.name,
@@ -115,7 +161,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
             RETURNING org_id`
           // Other runners drop their cached lookup of this key when the event arrives.
-          if (rows.length > 0) yield* publish({ type: "apikey.revoked", orgId: rows[0].org_id, data: { keyId } })
+          if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
           return rows
         })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
         if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
@@ -123,44 +169,47 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return { orgId: rows[0].org_id }
       })
 
-      const lookup = Effect.fnUntraced(function*(hash: string) {
-        const rows = yield* sql<any>`
-          SELECT k.id AS key_id, k.scopes, m.role,
-                 o.id, o.slug, o.name AS org_name, o.plan, o.project_id, o.requests_per_minute,
-                 o.created_at AS org_created_at,
-                 u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
-          FROM api_keys k
-          JOIN organizations o ON o.id = k.org_id
-          JOIN users u ON u.id = k.user_id
-          JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.user_id
-          WHERE k.secret_hash = ${hash} AND k.revoked_at IS NULL`.pipe(Effect.orDie)
-        if (rows.length === 0) return undefined
-        const row = rows[0]
-        const role = row.role as Role
-        const principal: Principal = {
-          keyId: row.key_id,
-          role,
-          // A demoted member loses the scopes its new role does not allow.
-          scopes: (row.scopes as Array<ApiScope>).filter((scope) => scopesForRole(role).includes(scope)),
-          org: toOrganization({
-            id: row.id,
-            slug: row.slug,
-            name: row.org_name,
-            plan: row.plan,
-            project_id: row.project_id,
-            requests_per_minute: row.requests_per_minute,
-            created_at: row.org_created_at
-          }),
-          user: toUser({
-            id: row.user_id,
-            username: row.username,
-            email: row.email,
-            name: row.user_name,
-            created_at: row.user_created_at
-          })
-        }
-        return principal
+      const findPrincipal = SqlSchema.findOneOption({
+        Request: Schema.String,
+        Result: PrincipalRow,
+        execute: (hash) =>
+          sql`
+            SELECT k.id AS key_id, k.scopes, m.role,
+                   o.id, o.slug, o.name AS org_name, o.plan, o.project_id::text AS project_id, o.requests_per_minute,
+                   o.created_at AS org_created_at,
+                   u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
+            FROM api_keys k
+            JOIN organizations o ON o.id = k.org_id
+            JOIN users u ON u.id = k.user_id
+            JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.user_id
+            WHERE k.secret_hash = ${hash} AND k.revoked_at IS NULL`
       })
+      const lookup = (hash: string) =>
+        findPrincipal(hash).pipe(
+          Effect.orDie,
+          Effect.map(Option.map((row): Principal => ({
+            keyId: row.key_id,
+            role: row.role,
+            // A demoted member loses the scopes its new role does not allow.
+            scopes: row.scopes.filter((scope) => scopesForRole(row.role).includes(scope)),
+            org: toOrganization({
+              id: row.id,
+              slug: row.slug,
+              name: row.org_name,
+              plan: row.plan,
+              project_id: row.project_id,
+              requests_per_minute: row.requests_per_minute,
+              created_at: row.org_created_at
+            }),
+            user: toUser({
+              id: row.user_id,
+              username: row.username,
+              email: row.email,
+              name: row.user_name,
+              created_at: row.user_created_at
+            })
+          })))
+        )
 
       const unauthorized = new Unauthorized({ message: "Missing, malformed, unknown or revoked API key" })
 
@@ -175,8 +224,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
             lastUsed.set(cached.principal.keyId, now)
             return Effect.succeed(cached.principal)
           }
-          return Effect.flatMap(lookup(hash), (principal) => {
-            if (principal === undefined) return Effect.fail(unauthorized)
+          return Effect.flatMap(lookup(hash), (found) => {
+            if (Option.isNone(found)) return Effect.fail(unauthorized)
+            const principal = found.value
+            if (cache.size >= cacheCapacity) cache.delete(cache.keys().next().value!)
             cache.set(hash, { principal, expiresAt: now + cacheTtlMillis })
             lastUsed.set(principal.keyId, now)
             return Effect.succeed(principal)
@@ -208,9 +259,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       const events = yield* Events
       yield* events.live.pipe(
         Stream.runForEach((event) => {
-          const data = event.data as { readonly keyId?: string }
-          if (event.type === "apikey.revoked") return evict({ keyId: data.keyId })
-          if (event.type === "org.updated" && event.orgId !== null) return evict({ orgId: event.orgId })
+          const revoked = ApiKeyRevokedEvent.match(event)
+          if (Option.isSome(revoked)) return evict({ keyId: revoked.value.keyId })
+          if (Option.isSome(OrgUpdatedEvent.match(event)) && event.orgId !== null) return evict({ orgId: event.orgId })
           return Effect.void
         }),
         Effect.catchCause(() => Effect.sync(() => cache.clear())),

@@ -26,6 +26,8 @@ export interface AppConfigShape {
   readonly runnerAddress: Option.Option<{ readonly host: string; readonly port: number }>
   readonly runnerListenAddress: Option.Option<{ readonly host: string; readonly port: number }>
   readonly outboundAllowPrivate: boolean
+  /** Proxies (IPs or CIDR networks) whose `X-Forwarded-For` names the client. */
+  readonly trustedProxies: ReadonlyArray<string>
 }
 
 const hostPort = (name: string) =>
@@ -73,7 +75,11 @@ export const appConfig = Effect.gen(function*() {
     region: yield* Config.String("REGION").pipe(Config.withDefault("local")),
     runnerAddress: yield* hostPort("RUNNER_ADDRESS"),
     runnerListenAddress: yield* hostPort("RUNNER_LISTEN_ADDRESS"),
-    outboundAllowPrivate: yield* Config.Boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false))
+    outboundAllowPrivate: yield* Config.Boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    trustedProxies: Option.match(yield* nonEmptyString("TRUSTED_PROXIES"), {
+      onNone: () => [],
+      onSome: (list) => list.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
+    })
   }
   return config
 })

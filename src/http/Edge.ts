@@ -12,8 +12,10 @@ import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
+import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
+import { isUnavailable, unavailableRetryAfter } from "./Unavailable.ts"
 
 const mebibyte = 1024 * 1024
 
@@ -48,16 +50,26 @@ const validationResponse = (error: HttpApiError.HttpApiSchemaError) => {
   return errorResponse(400, "validation_error", message, { details })
 }
 
+/** No route matched: a known path with another method is a 405 listing the allowed ones. */
+const notFoundOrWrongMethod = (path: string, method: string) => {
+  const allowed = allowedMethods(path)
+  return allowed.length === 0
+    ? errorResponse(404, "not_found", "No such route")
+    : errorResponse(405, "method_not_allowed", `${method} is not allowed here; use ${allowed.join(", ")}`).pipe(
+      HttpServerResponse.setHeader("allow", allowed.join(", "))
+    )
+}
+
 const isJsonBody = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag !== "Empty" && /json/.test(String((response.body as { contentType?: string }).contentType))
 
 /** Turns whatever escaped the handlers into the GUIDE §4 body; stack traces stay in the log. */
-const responseForCause = (cause: Cause.Cause<unknown>) =>
+const responseForCause = (path: string, method: string) => (cause: Cause.Cause<unknown>) =>
   Effect.gen(function*() {
     for (const reason of cause.reasons) {
       const error = Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined
       if (HttpServerError.isHttpServerError(error)) {
-        if (error.reason._tag === "RouteNotFound") return errorResponse(404, "not_found", "No such route")
+        if (error.reason._tag === "RouteNotFound") return notFoundOrWrongMethod(path, method)
         if (error.reason._tag === "RequestParseError") {
           return error.reason.reason === "BodyTooLarge"
             ? errorResponse(413, "payload_too_large", "The request body is over this route's limit")
@@ -72,6 +84,15 @@ const responseForCause = (cause: Cause.Cause<unknown>) =>
       }
     }
     if (Cause.hasInterruptsOnly(cause)) return HttpServerResponse.empty({ status: 499 })
+    const transient = cause.reasons.find((reason) =>
+      isUnavailable(Cause.isFailReason(reason) ? reason.error : Cause.isDieReason(reason) ? reason.defect : undefined)
+    )
+    if (transient !== undefined) {
+      yield* Effect.logWarning("request failed while the service was briefly unavailable", cause)
+      return errorResponse(503, "unavailable", "The service is briefly unavailable; retry shortly", {
+        retryAfter: unavailableRetryAfter
+      }).pipe(HttpServerResponse.setHeader("retry-after", String(unavailableRetryAfter)))
+    }
     yield* Effect.logError("unhandled request failure", cause)
     return errorResponse(500, "internal_error", "Something went wrong on our side")
   })
@@ -113,7 +134,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }
-    return effect.pipe(Effect.catchCause(responseForCause), Effect.map(finish))
+    return effect.pipe(Effect.catchCause(responseForCause(path, request.method)), Effect.map(finish))
   }), { global: true })
 
 const withoutBodyHeaders = (headers: Headers.Headers) =>

@@ -21,7 +21,7 @@ export const defaultError = (status: number): { readonly error: ErrorCode; reado
     case 404:
       return { error: "not_found", message: "No such resource" }
     case 405:
-      return { error: "not_found", message: "No such route for this method" }
+      return { error: "method_not_allowed", message: "This path does not answer this method" }
     case 409:
       return { error: "conflict", message: "The request conflicts with the current state" }
     case 413:
@@ -30,6 +30,8 @@ export const defaultError = (status: number): { readonly error: ErrorCode; reado
       return { error: "unsupported_media_type", message: "Send the body as application/json" }
     case 429:
       return { error: "rate_limited", message: "Too many requests" }
+    case 503:
+      return { error: "unavailable", message: "The service is briefly unavailable; retry shortly" }
     default:
       return { error: "internal_error", message: "Something went wrong on our side" }
   }

@@ -14,6 +14,7 @@ import { StatusHandlers } from "./handlers/Status.ts"
 import { SystemHandlers } from "./handlers/System.ts"
 import { PublicRateLimit } from "./PublicRateLimit.ts"
 import { RequestQuota } from "./RequestQuota.ts"
+import { TrustedProxiesMiddleware } from "./TrustedProxies.ts"
 
 const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json" }).pipe(
   Layer.provide([SystemHandlers, MeHandlers, OrgHandlers, MonitorsHandlers, AdminHandlers, StatusHandlers]),
@@ -27,7 +28,8 @@ export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
   GitRoutes,
-  EdgeMiddleware
+  EdgeMiddleware,
+  TrustedProxiesMiddleware
 )
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true })

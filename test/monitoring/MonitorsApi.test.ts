@@ -1,4 +1,4 @@
-import { expect, layer } from "@effect/vitest"
+import { describe, expect, it, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { accountInterval } from "../../services/monitoring/Uptime.ts"
@@ -145,6 +145,8 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Monit
       for (const body of others) {
         const monitor = yield* createMonitor(key, { ...body, active: false })
         expect(monitor).toMatchObject(body)
+        // HTTP-only settings mean nothing for these checks.
+        expect(monitor).toMatchObject({ method: null, expectedCode: null })
       }
     }))
 
@@ -497,4 +499,35 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Monit
       const mine = yield* api(`/${monitor.id}`, { token: owner.key })
       expect(mine.body).toMatchObject({ name: "private", active: false })
     }))
+})
+
+describe("monitor targets while private addresses are not allowed", () => {
+  it.live("a literal private or loopback URL is a 400 saying how to allow it; public names and DNS checks pass", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp({ outboundAllowPrivate: false })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "no-private" })
+      const post = (body: Record<string, unknown>) =>
+        request(`${app.baseUrl}/api/v1/monitors`, { method: "POST", token: key, body: { name: "m", ...body } })
+      for (const url of ["http://127.0.0.1:8080/", "https://10.1.2.3/", "http://[::1]/", "http://localhost:3000/"]) {
+        const refused = yield* post({ url })
+        expect(refused.status, url).toBe(400)
+        expect(refused.body.details).toEqual([{
+          path: "body.url",
+          message: expect.stringContaining("OUTBOUND_ALLOW_PRIVATE")
+        }])
+      }
+      expect((yield* post({ checkType: "tcp", url: "tcp://192.168.1.10:5432" })).status).toBe(400)
+      expect((yield* request(`${app.baseUrl}/api/v1/monitors`, { token: key })).body.count).toBe(0)
+
+      const allowed = yield* post({ url: "https://example.com/" })
+      expect(allowed.status).toBe(201)
+      expect((yield* post({ checkType: "dns", url: "dns://localhost" })).status).toBe(201)
+      const moved = yield* request(`${app.baseUrl}/api/v1/monitors/${allowed.body.id}`, {
+        method: "PATCH",
+        token: key,
+        body: { url: "http://169.254.169.254/latest/meta-data" }
+      })
+      expect(moved.status).toBe(400)
+      expect(moved.body.details[0].message).toContain("link-local")
+    }).pipe(Effect.scoped))
 })

@@ -727,8 +727,11 @@ describe("dns check", () => {
       })
       expect(yield* dns(address, { url: "dns://up.canopy.test", expectedValue: "10.9.9.9" })).toMatchObject({
         status: "down",
-        error: "expected A record 10.9.9.9, got 10.1.2.3, 10.1.2.4"
+        error: "expected A record 10.9.9.9, not among the 2 answers"
       })
+      // The resolver's answers are not echoed back to the tenant.
+      const mismatch = yield* dns(address, { url: "dns://up.canopy.test", expectedValue: "10.9.9.9" })
+      expect(mismatch.error).not.toContain("10.1.2.")
     }))
 
   it.live("NXDOMAIN is down", () =>
@@ -757,27 +760,27 @@ describe("dns check", () => {
         [
           { dnsRecordType: "AAAA", expectedValue: "2001:db8::11" },
           "down",
-          "expected AAAA record 2001:db8::11, got 2001:db8::10"
+          "expected AAAA record 2001:db8::11, not among the 1 answer"
         ],
         [{ dnsRecordType: "MX", expectedValue: "mail.canopy.test" }, "up"],
         [{ dnsRecordType: "MX", expectedValue: "10 mail.canopy.test." }, "up"],
         [
           { dnsRecordType: "MX", expectedValue: "20 mail.canopy.test" },
           "down",
-          "expected MX record 20 mail.canopy.test, got 10 mail.canopy.test"
+          "expected MX record 20 mail.canopy.test, not among the 1 answer"
         ],
         [{ dnsRecordType: "TXT", expectedValue: "v=spf1 -all" }, "up"],
         [
           { dnsRecordType: "TXT", expectedValue: "v=spf1 ~all" },
           "down",
-          "expected TXT record v=spf1 ~all, got v=spf1 -all"
+          "expected TXT record v=spf1 ~all, not among the 1 answer"
         ],
         [{ dnsRecordType: "NS", expectedValue: "NS1.canopy.test" }, "up"],
         [{ url: "dns://www.canopy.test", dnsRecordType: "CNAME", expectedValue: "up.canopy.test" }, "up"],
         [
           { url: "dns://www.canopy.test", dnsRecordType: "CNAME", expectedValue: "down.canopy.test" },
           "down",
-          "expected CNAME record down.canopy.test, got up.canopy.test"
+          "expected CNAME record down.canopy.test, not among the 1 answer"
         ]
       ]
       for (const [overrides, status, error] of cases) {

@@ -5,9 +5,10 @@ import { adminToken, request, startApp } from "../support/app.ts"
 
 const cli = (baseUrl: string, args: ReadonlyArray<string>) =>
   Effect.callback<{ code: number; stdout: string; stderr: string }>((resume) => {
+    // node itself with the tsx loader: the tsx wrapper would start a second Node process.
     execFile(
-      "node_modules/.bin/tsx",
-      ["src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
+      "node_modules/.bin/node",
+      ["--import", "tsx", "src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
       { timeout: 30_000 },
       (error, stdout, stderr) =>
         resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))
@@ -40,4 +41,20 @@ describe("npm run cli", () => {
       expect(duplicate.stderr).toContain("Organization slug 'cli-org' is taken")
       expect(duplicate.stderr).not.toMatch(/\bat .*\.ts:\d+/)
     }).pipe(Effect.scoped), { timeout: 120_000 })
+
+  it.live("with no arguments prints help with a description of each command and exits 0", () =>
+    Effect.gen(function*() {
+      const [help, keyHelp, unknown] = yield* Effect.all([
+        cli("http://127.0.0.1:9", []),
+        cli("http://127.0.0.1:9", ["key"]),
+        cli("http://127.0.0.1:9", ["org", "bogus"])
+      ], { concurrency: "unbounded" })
+      expect(help.code).toBe(0)
+      expect(help.stdout).toMatch(/org\s+Organizations: list, create, update/)
+      expect(help.stdout).toMatch(/key\s+API keys: create, revoke/)
+      expect(help.stderr).not.toContain("Help requested")
+      expect(keyHelp.code).toBe(0)
+      expect(keyHelp.stdout).toMatch(/revoke\s+Revoke an API key at once/)
+      expect(unknown.code).toBe(1)
+    }), { timeout: 120_000 })
 })

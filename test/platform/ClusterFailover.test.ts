@@ -1,8 +1,11 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Redacted } from "effect"
+import { SqlClient } from "effect/sql"
 import { adminToken, bootstrapOrg, request } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
 import { startRunner } from "../support/processes.ts"
+import { eventually } from "../support/wait.ts"
 
 /** Two runner processes, one Postgres: the organization entity lives on one runner at a time. */
 describe("cluster runtime", () => {
@@ -36,8 +39,14 @@ describe("cluster runtime", () => {
         const host = fromA.body.runner as string
         expect([a.runnerAddress, b.runnerAddress]).toContain(host)
 
-        // Let the entity write its window back, then kill its host without warning.
-        yield* Effect.sleep("1 second")
+        // Once the entity has written its window back, kill its host without warning.
+        const stored = Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ used: number }>`
+            SELECT w.used FROM org_rate_windows w JOIN organizations o ON o.id = w.org_id
+            WHERE o.slug = 'cluster-org'`
+        }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: 1 })))
+        yield* eventually("the window written back", stored, (rows) => rows[0]?.used === 10)
         const [dead, survivor] = host === a.runnerAddress ? [a, b] : [b, a]
         dead.child.kill("SIGKILL")
 

@@ -1,8 +1,10 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { request } from "../support/app.ts"
 import { startRunner } from "../support/processes.ts"
 
@@ -18,7 +20,10 @@ describe("embedded mode", () => {
     "starts Postgres itself, stops it cleanly on SIGTERM and keeps the data for the next start",
     () =>
       Effect.gen(function*() {
-        const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-embedded-"))
+        const dataDir = yield* Effect.acquireRelease(
+          Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-embedded-"))),
+          (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
+        )
         Fs.chmodSync(dataDir, 0o755)
         const env = { DATABASE_URL: "", RUNNER_ADDRESS: "", DATA_DIR: dataDir, ADMIN_TOKEN: "" }
 
@@ -33,20 +38,34 @@ describe("embedded mode", () => {
         expect(created.status).toBe(201)
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(true)
 
+        // A second start on the same DATA_DIR says so in one sentence and exits, leaving the first alone.
+        const second = spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
+          env: { ...process.env, ...env, PORT: String(yield* Effect.promise(freePort)), HOST: "127.0.0.1" },
+          stdio: ["ignore", "pipe", "pipe"]
+        })
+        let secondOutput = ""
+        second.stdout!.on("data", (chunk) => secondOutput += chunk)
+        second.stderr!.on("data", (chunk) => secondOutput += chunk)
+        expect(yield* waitForExit(second)).toBe(1)
+        expect(secondOutput).toContain(
+          `Canopy could not start: The data directory ${Path.join(dataDir, "pg")} is in use`
+        )
+        expect(secondOutput).not.toMatch(/^\s+at /m)
+        expect((yield* request(`${first.baseUrl}/healthz`)).status).toBe(200)
+
         first.child.kill("SIGTERM")
         // Interrupted by a signal, the runtime exits 128 + signal number after its finalizers ran.
         expect([0, 130, 143]).toContain(yield* waitForExit(first.child))
         // A clean shutdown removes the postmaster lock file.
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
 
-        const second = yield* startRunner("", env)
-        expect(second.output()).not.toContain(token)
-        const orgs = yield* request(`${second.baseUrl}/api/v1/admin/orgs`, { token })
+        const restarted = yield* startRunner("", env)
+        expect(restarted.output()).not.toContain(token)
+        const orgs = yield* request(`${restarted.baseUrl}/api/v1/admin/orgs`, { token })
         expect(orgs.body.orgs.map((org: any) => org.slug)).toEqual(["kept"])
-        second.child.kill("SIGINT")
-        expect([0, 130, 143]).toContain(yield* waitForExit(second.child))
+        restarted.child.kill("SIGINT")
+        expect([0, 130, 143]).toContain(yield* waitForExit(restarted.child))
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
-        Fs.rmSync(dataDir, { recursive: true, force: true })
       }).pipe(Effect.scoped),
     { timeout: 120_000 }
   )

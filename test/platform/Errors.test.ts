@@ -1,7 +1,11 @@
+import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import { Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import { inject } from "vitest"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
+import { eventually } from "../support/wait.ts"
 
 const expectErrorBody = (body: any, error: string) => {
   expect(body.error).toBe(error)
@@ -110,6 +114,47 @@ describe("error model", () => {
       expect(echoed.body).toEqual({ status: "ok" })
     }).pipe(Effect.scoped))
 
+  it.live("unknown body fields and null for a required field are 400s; a known path with another method is 405", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "strict" })
+      const monitors = `${app.baseUrl}/api/v1/monitors`
+
+      const typo = yield* request(monitors, {
+        token: key,
+        method: "POST",
+        body: { name: "api", url: "https://example.com", frequncy: 120 }
+      })
+      expect(typo.status).toBe(400)
+      expectErrorBody(typo.body, "validation_error")
+      expect(typo.body.details).toEqual([{ path: "body.frequncy", message: expect.any(String) }])
+      // Nothing was created by the refused request.
+      expect((yield* request(monitors, { token: key })).body.count).toBe(0)
+
+      const created = yield* request(monitors, {
+        token: key,
+        method: "POST",
+        body: { name: "api", url: "https://example.com", frequency: 120 }
+      })
+      expect(created.status).toBe(201)
+      const nulled = yield* request(`${monitors}/${created.body.id}`, {
+        token: key,
+        method: "PATCH",
+        body: { frequency: null }
+      })
+      expect(nulled.status).toBe(400)
+      expect(nulled.body.details[0].path).toBe("body.frequency")
+      expect((yield* request(`${monitors}/${created.body.id}`, { token: key })).body.frequency).toBe(120)
+
+      const wrongMethod = yield* request(`${monitors}/${created.body.id}`, { token: key, method: "PUT", body: {} })
+      expect(wrongMethod.status).toBe(405)
+      expectErrorBody(wrongMethod.body, "method_not_allowed")
+      expect(wrongMethod.headers.get("allow")).toBe("DELETE, GET, HEAD, PATCH")
+      const wrongCollectionMethod = yield* request(monitors, { token: key, method: "DELETE" })
+      expect(wrongCollectionMethod.status).toBe(405)
+      expect(wrongCollectionMethod.headers.get("allow")).toBe("GET, HEAD, POST")
+    }).pipe(Effect.scoped))
+
   it.live("500 internal_error without a stack trace, and the process keeps serving", () =>
     Effect.gen(function*() {
       const app = yield* startApp()
@@ -125,4 +170,38 @@ describe("error model", () => {
       const health = yield* request(`${app.baseUrl}/healthz`)
       expect(health.status).toBe(200)
     }).pipe(Effect.scoped))
+
+  it.live(
+    "a database that refuses connections answers 503 with Retry-After, and the server recovers",
+    () =>
+      Effect.gen(function*() {
+        const app = yield* startApp()
+        const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "outage" })
+        const monitors = `${app.baseUrl}/api/v1/monitors`
+        expect((yield* request(monitors, { token: key })).status).toBe(200)
+        const database = new URL(app.databaseUrl).pathname.slice(1)
+        // From another connection: refuse new connections to the app's database and drop the open ones.
+        const admin = (statement: string) =>
+          Effect.gen(function*() {
+            const sql = yield* SqlClient.SqlClient
+            yield* sql.unsafe(statement)
+          }).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(inject("postgresUrl")), maxConnections: 1 })))
+        yield* admin(`ALTER DATABASE ${database} ALLOW_CONNECTIONS false`)
+        yield* admin(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '${database}'`)
+
+        const down = yield* request(monitors, { token: key })
+        expect(down.status).toBe(503)
+        expect(down.body).toEqual({ error: "unavailable", message: expect.any(String), retryAfter: 2 })
+        expect(down.headers.get("retry-after")).toBe("2")
+
+        yield* admin(`ALTER DATABASE ${database} ALLOW_CONNECTIONS true`)
+        const recovered = yield* eventually(
+          "the database back",
+          request(monitors, { token: key }),
+          (r) => r.status === 200
+        )
+        expect(recovered.body.count).toBe(0)
+      }).pipe(Effect.scoped),
+    { timeout: 90_000 }
+  )
 })

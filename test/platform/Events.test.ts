@@ -6,6 +6,7 @@ import { SqlClient } from "effect/sql"
 import { Database } from "../../services/platform/Database.ts"
 import { type DomainEvent, Events, EventsLagged, type EventsOptions } from "../../services/platform/Events.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { eventually } from "../support/wait.ts"
 
 /**
  * A "runner": its own PgClient pool and its own Events layer (listener + reader fibers)
@@ -118,11 +119,17 @@ describe("Events", () => {
       expect((yield* takeWithin(live, "5 seconds")).type).toBe("before")
 
       const killed = yield* a.sql<{ pid: number }>`
-        SELECT pg_terminate_backend(pid) AS pid FROM pg_stat_activity
+        SELECT pid, pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
         WHERE datname = current_database() AND query ILIKE 'LISTEN%'`
       expect(killed.length).toBe(2)
       // Both runners reconnect; with polling at one minute only NOTIFY can deliver these.
-      yield* Effect.sleep("1 second")
+      yield* eventually(
+        "both LISTEN connections back",
+        a.sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND query ILIKE 'LISTEN%' AND pid <> ALL(${killed.map((row) => row.pid)})`,
+        (rows) => rows[0].n === 2
+      )
       yield* a.run(publishCommitted("after", {}))
       expect((yield* takeWithin(live, "5 seconds")).type).toBe("after")
     }))

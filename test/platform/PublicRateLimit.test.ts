@@ -4,10 +4,10 @@ import * as Http from "node:http"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 
 /** GET from a chosen loopback source address, so the server sees a different client IP. */
-const getFrom = (url: string, localAddress: string) =>
+const getFrom = (url: string, localAddress: string, headers?: Record<string, string>) =>
   Effect.promise(() =>
     new Promise<{ status: number; headers: Http.IncomingHttpHeaders; body: any }>((resolve, reject) => {
-      Http.get(url, { localAddress }, (response) => {
+      Http.get(url, { localAddress, headers }, (response) => {
         let text = ""
         response.on("data", (chunk) => text += chunk)
         response.on(
@@ -59,5 +59,24 @@ describe("public endpoints", () => {
       const unknown = yield* getFrom(`${app.baseUrl}/api/v1/status/nobody-here`, "127.0.0.4")
       expect(unknown.status).toBe(404)
       expect(unknown.body.error).toBe("not_found")
+    }).pipe(Effect.scoped), { timeout: 90_000 })
+
+  it.live("honour X-Forwarded-For only from a proxy listed in TRUSTED_PROXIES", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp({ trustedProxies: ["127.0.0.5", "10.0.0.0/8"] })
+      yield* bootstrapOrg(app.baseUrl, { slug: "proxied" })
+      const second = new Date().getUTCSeconds()
+      if (second > 50) yield* Effect.sleep(`${61 - second} seconds`)
+      const url = `${app.baseUrl}/api/v1/status/proxied`
+      const remaining = (response: { headers: Http.IncomingHttpHeaders }) =>
+        Number(response.headers["x-ratelimit-remaining"])
+
+      // Through the trusted proxy, each forwarded client has its own allowance; trusted hops are skipped.
+      expect(remaining(yield* getFrom(url, "127.0.0.5", { "x-forwarded-for": "198.51.100.1" }))).toBe(99)
+      expect(remaining(yield* getFrom(url, "127.0.0.5", { "x-forwarded-for": "198.51.100.1, 10.1.2.3" }))).toBe(98)
+      expect(remaining(yield* getFrom(url, "127.0.0.5", { "x-forwarded-for": "198.51.100.2" }))).toBe(99)
+      // From an untrusted peer the header is ignored: a client cannot pick a fresh IP per request.
+      expect(remaining(yield* getFrom(url, "127.0.0.6", { "x-forwarded-for": "198.51.100.3" }))).toBe(99)
+      expect(remaining(yield* getFrom(url, "127.0.0.6", { "x-forwarded-for": "198.51.100.4" }))).toBe(98)
     }).pipe(Effect.scoped), { timeout: 90_000 })
 })

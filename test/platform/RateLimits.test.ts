@@ -82,12 +82,6 @@ describe("per-organization quota over HTTP", () => {
       expect(after.status).toBe(200)
       expect(after.headers.get("x-ratelimit-limit")).toBe("100")
       expect(Number(after.headers.get("x-ratelimit-remaining"))).toBeLessThan(50)
-
-      // The window resets at X-RateLimit-Reset.
-      yield* Effect.sleep(Math.max(0, reset * 1000 - Date.now()) + 200)
-      const nextWindow = yield* request(`${app.baseUrl}/api/v1/me`, { token: key })
-      expect(nextWindow.status).toBe(200)
-      expect(Number(nextWindow.headers.get("x-ratelimit-reset"))).toBe(reset + 60)
-      expect(nextWindow.headers.get("x-ratelimit-remaining")).toBe("99")
-    }).pipe(Effect.scoped), { timeout: 150_000 })
+      // The window's reset at X-RateLimit-Reset is covered under the TestClock in RequestQuota.test.ts.
+    }).pipe(Effect.scoped), { timeout: 90_000 })
 })

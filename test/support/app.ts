@@ -26,6 +26,7 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
   runnerAddress: Option.none(),
   runnerListenAddress: Option.none(),
   outboundAllowPrivate: true,
+  trustedProxies: [],
   ...overrides
 })
 
@@ -36,8 +37,15 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
 export const startAppOnDatabase = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
     const config = testConfig(databaseUrl, overrides)
+    yield* Effect.addFinalizer(() =>
+      Scope.close(scope, Exit.void).pipe(
+        // The data folder made here holds a master key: remove it (a caller's own folder stays).
+        Effect.andThen(Effect.sync(() => {
+          if (overrides?.dataDir === undefined) Fs.rmSync(config.dataDir, { recursive: true, force: true })
+        }))
+      )
+    )
     const context = yield* Layer.buildWithScope(AppLive(config), scope)
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "UnixPathAddress" ? 0 : address.port

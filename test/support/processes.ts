@@ -10,6 +10,7 @@ export interface RunnerProcess {
   readonly baseUrl: string
   readonly runnerAddress: string
   readonly child: ChildProcess
+  readonly dataDir: string
   readonly output: () => string
 }
 
@@ -45,11 +46,21 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
       while (Date.now() < deadline) {
         if (child.exitCode !== null) throw new Error(`runner exited early:\n${output}`)
         const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false)
-        if (ready) return { baseUrl, runnerAddress: `127.0.0.1:${runnerPort}`, child, output: () => output }
+        if (ready) return { baseUrl, runnerAddress: `127.0.0.1:${runnerPort}`, child, dataDir, output: () => output }
         await new Promise((resolve) => setTimeout(resolve, 250))
       }
       child.kill("SIGKILL")
       throw new Error(`runner did not become ready:\n${output}`)
     }),
-    (runner) => Effect.sync(() => runner.child.exitCode === null && runner.child.kill("SIGKILL"))
+    (runner) =>
+      Effect.callback<void>((resume) => {
+        // Remove the runner's data folder (it holds a master key) once the process is gone.
+        const cleanUp = () => {
+          Fs.rmSync(runner.dataDir, { recursive: true, force: true })
+          resume(Effect.void)
+        }
+        if (runner.child.exitCode !== null || runner.child.signalCode !== null) return cleanUp()
+        runner.child.once("exit", cleanUp)
+        runner.child.kill("SIGKILL")
+      })
   )

@@ -122,8 +122,9 @@ export const dnsCheck = (context: CheckContext, target: CheckTarget): Effect.Eff
     }
     const expected = target.expectedValue?.trim()
     if (expected !== undefined && expected !== "" && !answers.some((answer) => answerMatches(type, answer, expected))) {
-      const got = answers.length > 5 ? `${answers.slice(0, 5).join(", ")}, …` : answers.join(", ")
-      return yield* new CheckFailure({ message: `expected ${type} record ${expected}, got ${got}` })
+      // The answers themselves are not echoed: the resolver may see internal names the tenant should not read.
+      const count = answers.length === 1 ? "the 1 answer" : `the ${answers.length} answers`
+      return yield* new CheckFailure({ message: `expected ${type} record ${expected}, not among ${count}` })
     }
     return {}
   })

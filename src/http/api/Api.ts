@@ -1,14 +1,16 @@
 import { HttpApi, OpenApi } from "effect/http-api"
+import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
+import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { RepositoriesApi } from "./Repositories.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
 
-/** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
-export class CanopyApi extends HttpApi.make("canopy")
+/** Every endpoint group; one `.add` per area. */
+const Endpoints = HttpApi.make("canopy")
   .add(SystemApi)
   .add(MeApi)
   .add(OrgApi)
@@ -16,8 +18,15 @@ export class CanopyApi extends HttpApi.make("canopy")
   .add(AdminApi)
   .add(StatusApi)
   .add(RepositoriesApi)
+
+/** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
+export class CanopyApi extends Endpoints
+  // Unknown body fields are a 400 naming them, not silently dropped (a typo like `frequncy`).
+  .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
-    description: "Uptime & status, error tracking, code hosting and per-plan rate limits"
+    version: pkg.version,
+    description: "Uptime & status, error tracking, code hosting and per-plan rate limits",
+    transform: (spec) => withBodyExamples(Endpoints)(cleanNumbers(spec) as Record<string, any>)
   }))
 {}

@@ -10,6 +10,7 @@ import {
   MonitorList,
   UpdateMonitor
 } from "../../../schemas/Monitoring.ts"
+import { docs } from "./OpenApiDocs.ts"
 import { Authentication, RequiredScope } from "./Security.ts"
 
 const idParams = { id: Schema.String }
@@ -19,32 +20,47 @@ export class MonitorsApi extends HttpApiGroup.make("monitors").add(
   HttpApiEndpoint.get("list", "/", {
     query: ListMonitorsQuery,
     success: MonitorList
-  }).annotate(RequiredScope, "monitors:read"),
+  }).annotate(RequiredScope, "monitors:read").annotateMerge(
+    docs(
+      "List monitors",
+      "The organization's monitors with 24-hour uptime, filtered by `active`, paged. Scope `monitors:read`."
+    )
+  ),
   HttpApiEndpoint.post("create", "/", {
     payload: CreateMonitor,
     success: Monitor.annotate({ httpApiStatus: 201 }),
     error: ValidationError
-  }).annotate(RequiredScope, "monitors:write"),
+  }).annotate(RequiredScope, "monitors:write").annotateMerge(
+    docs("Create a monitor", "A monitor checked from its creation on at its frequency. Scope `monitors:write`.")
+  ),
   HttpApiEndpoint.get("get", "/:id", {
     params: idParams,
     success: Monitor,
     error: NotFound
-  }).annotate(RequiredScope, "monitors:read"),
+  }).annotate(RequiredScope, "monitors:read").annotateMerge(
+    docs("Read a monitor", "With uptime over 24 h, 7 d and 30 d and its 50 newest heartbeats. Scope `monitors:read`.")
+  ),
   HttpApiEndpoint.patch("update", "/:id", {
     params: idParams,
     payload: UpdateMonitor,
     success: Monitor,
     error: [NotFound, ValidationError]
-  }).annotate(RequiredScope, "monitors:write"),
+  }).annotate(RequiredScope, "monitors:write").annotateMerge(
+    docs("Update a monitor", "Any subset of its settings; pausing and resuming is `active`. Scope `monitors:write`.")
+  ),
   HttpApiEndpoint.delete("remove", "/:id", {
     params: idParams,
     success: HttpApiSchema.NoContent,
     error: NotFound
-  }).annotate(RequiredScope, "monitors:write"),
+  }).annotate(RequiredScope, "monitors:write").annotateMerge(
+    docs("Delete a monitor", "Stops its checks; its history is kept. Scope `monitors:write`.")
+  ),
   HttpApiEndpoint.get("heartbeats", "/:id/heartbeats", {
     params: idParams,
     query: ListHeartbeatsQuery,
     success: HeartbeatList,
     error: NotFound
-  }).annotate(RequiredScope, "monitors:read")
+  }).annotate(RequiredScope, "monitors:read").annotateMerge(
+    docs("List heartbeats", "The monitor's checks, newest first, within `from`/`to`. Scope `monitors:read`.")
+  )
 ).prefix("/api/v1/monitors").middleware(Authentication) {}

@@ -2,6 +2,7 @@ import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
 import { NotFound } from "../../../schemas/Errors.ts"
 import { StatusSummary } from "../../../schemas/Status.ts"
 import { Slug } from "../../../schemas/Tenancy.ts"
+import { docs } from "./OpenApiDocs.ts"
 import { PublicLimit, PublicRateLimited } from "./Security.ts"
 
 /** Public status data (no authentication, per-IP limits). */
@@ -10,5 +11,10 @@ export class StatusApi extends HttpApiGroup.make("status").add(
     params: { slug: Slug },
     success: StatusSummary,
     error: NotFound
-  }).annotate(PublicLimit, "status")
+  }).annotate(PublicLimit, "status").annotateMerge(
+    docs(
+      "Public status summary",
+      "An organization's overall status, monitors and uptime; no key, limited per client IP."
+    )
+  )
 ).middleware(PublicRateLimited) {}
