@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { eventType } from "./Events.ts"
 
 /**
  * Repositories and their refs (spec 001 "Repository", GUIDE §8).
@@ -140,18 +141,37 @@ export const CommitsQuery = {
   limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))
 }
 
+const EventRepository = Schema.Struct({ id: Schema.String, name: Schema.String, fullName: Schema.String })
+const EventSender = Schema.NullOr(Schema.Struct({ id: Schema.String, name: Schema.String, email: Schema.String }))
+
 /** The `push` domain event (spec 001 "Events"), published in the ref update's transaction. */
-export interface PushEventData {
-  readonly repository: { readonly id: string; readonly name: string; readonly fullName: string }
-  readonly sender: { readonly id: string; readonly name: string; readonly email: string } | null
-  readonly ref: string
-  readonly before: string
-  readonly after: string
-  readonly commits: ReadonlyArray<{
-    readonly sha: string
-    readonly message: string
-    readonly author: { readonly name: string; readonly email: string }
-    readonly timestamp: string
-  }>
-  readonly timestamp: string
-}
+export const PushEvent = eventType(
+  "push",
+  Schema.Struct({
+    repository: EventRepository,
+    sender: EventSender,
+    ref: Schema.String,
+    before: Schema.String,
+    after: Schema.String,
+    commits: Schema.Array(Schema.Struct({
+      sha: Schema.String,
+      message: Schema.String,
+      author: Schema.Struct({ name: Schema.String, email: Schema.String }),
+      timestamp: Schema.String
+    })),
+    timestamp: Schema.String
+  })
+)
+export type PushEventData = typeof PushEvent.data.Type
+
+/** `create` and `delete` of a branch or tag (`ref` is the short name). */
+const RefEventData = Schema.Struct({
+  repository: EventRepository,
+  sender: EventSender,
+  ref: Schema.String,
+  refType: Schema.Literals(["branch", "tag"]),
+  sha: Schema.String,
+  timestamp: Schema.String
+})
+export const CreateEvent = eventType("create", RefEventData)
+export const DeleteEvent = eventType("delete", RefEventData)

@@ -1,6 +1,12 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { isValidBranchName, type PushEventData } from "../../schemas/Repositories.ts"
+import {
+  CreateEvent,
+  DeleteEvent,
+  isValidBranchName,
+  PushEvent,
+  type PushEventData
+} from "../../schemas/Repositories.ts"
 import { type NewDomainEvent, publishAll } from "../platform/Events.ts"
 import { gitText } from "./GitProcess.ts"
 import { PackStore } from "./PackStore.ts"
@@ -60,9 +66,6 @@ export const RefUpdateCheck = Context.Reference<RefUpdateCheckFn>("canopy/git/Re
   defaultValue: () => () => Effect.succeed(undefined)
 })
 
-export const PUSH_EVENT = "push"
-export const CREATE_EVENT = "create"
-export const DELETE_EVENT = "delete"
 /** Commits listed in one push event (GitHub lists 20; the rest are reachable by `after`). */
 const MAX_EVENT_COMMITS = 100
 
@@ -242,19 +245,19 @@ export class RefUpdates extends Context.Service<RefUpdates, {
             timestamp
           }
           const out: Array<{ ref: string; event: NewDomainEvent }> = [
-            { ref: command.name, event: { type: PUSH_EVENT, orgId: repo.orgId, data: push } }
+            { ref: command.name, event: PushEvent.make(repo.orgId, push) }
           ]
           if (command.oldSha === ZERO_SHA || command.newSha === ZERO_SHA) {
             const data = {
               repository,
               sender: pusher,
               ref: command.name.replace(/^refs\/(heads|tags)\//, ""),
-              refType: command.name.startsWith("refs/tags/") ? "tag" : "branch",
+              refType: command.name.startsWith("refs/tags/") ? "tag" as const : "branch" as const,
               sha: command.newSha === ZERO_SHA ? command.oldSha : command.newSha,
               timestamp
             }
-            const type = command.oldSha === ZERO_SHA ? CREATE_EVENT : DELETE_EVENT
-            out.push({ ref: command.name, event: { type, orgId: repo.orgId, data } })
+            const kind = command.oldSha === ZERO_SHA ? CreateEvent : DeleteEvent
+            out.push({ ref: command.name, event: kind.make(repo.orgId, data) })
           }
           return out
         })

@@ -1,8 +1,9 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { spawn } from "node:child_process"
 import { gzipSync } from "node:zlib"
+import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
 import { pkt } from "../../services/git/PktLine.ts"
 import { startApp } from "../support/app.ts"
 import { commit, createRepo, gitClient, pushedWorkTree } from "./gitClient.ts"
@@ -137,6 +138,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Git p
         SELECT type, data FROM domain_events WHERE type IN ('push', 'create', 'delete')
         AND data->'repository'->>'id' = ${repo.id} ORDER BY id`.pipe(Effect.orDie)
       const pushes = events.filter((e) => e.type === "push")
+      // Consumers read the payload with the shared event Schemas.
+      for (const event of events) {
+        const matched = event.type === "push"
+          ? Option.isSome(PushEvent.match(event))
+          : Option.isSome((event.type === "create" ? CreateEvent : DeleteEvent).match(event))
+        expect(matched, event.type).toBe(true)
+      }
       const main = pushes.find((e) => e.data.ref === "refs/heads/main")!.data
       expect(main).toMatchObject({
         repository: { id: repo.id, name: "r", fullName: `${repo.slug}/r` },
