@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { GitLive } from "../services/git/GitLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { CheckRecorder } from "../services/monitoring/CheckRecorder.ts"
@@ -27,6 +28,7 @@ import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
@@ -43,7 +45,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive).pipe(
     Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
@@ -56,7 +58,13 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
   const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer, Alerts.layer)
-  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, IngestStreamEntityLayer, SpikeMailer)
+  const Entities = Layer.mergeAll(
+    OrganizationEntityLayer,
+    Monitoring,
+    IngestStreamEntityLayer,
+    SpikeMailer,
+    RepositoryEntityLayer
+  )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
     Layer.provideMerge(SigningSecret.layer)

@@ -4,6 +4,7 @@ import incidents from "./0003_incidents.ts"
 import notifications from "./0004_notifications.ts"
 import observe from "./0005_observe.ts"
 import observePerformance from "./0006_observe_performance.ts"
+import git from "./0007_git.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -14,5 +15,6 @@ export const migrations = {
   "0004_notifications": notifications,
   "0005_observe": observe,
   "0006_observe_performance": observePerformance,
+  "0007_git": git,
   "0009_monitor_shards": monitorShards
 }

@@ -3,6 +3,7 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
+import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
 import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
@@ -11,6 +12,7 @@ import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
+import { RepositoriesHandlers } from "./handlers/Repositories.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
@@ -33,6 +35,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([ObserveHandlers]),
   Layer.provide([SubscriptionsHandlers]),
+  Layer.provide(RepositoriesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )
@@ -48,6 +51,7 @@ export const HttpAppLive = Layer.mergeAll(
   StatusPages,
   StatusAssets,
   PublicStatusRoutes,
+  GitRoutes,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )

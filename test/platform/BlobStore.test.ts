@@ -1,12 +1,11 @@
 import { describe, expect, it, layer, type Vitest } from "@effect/vitest"
 import { Context, Effect, Layer, Option, Schema, Stream } from "effect"
-import * as ChildProcess from "node:child_process"
 import * as NodeCrypto from "node:crypto"
 import * as FsP from "node:fs/promises"
-import { createRequire } from "node:module"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { BlobNotFound, BlobStore, BlobStoreError } from "../../services/platform/BlobStore.ts"
+import { BUCKET, startS3rver } from "../support/s3rver.ts"
 
 const MiB = 1024 * 1024
 const text = (s: string) => new TextEncoder().encode(s)
@@ -282,57 +281,6 @@ blobStoreContract(
 )
 
 // --- S3 store against s3rver --------------------------------------------------------
-
-const BUCKET = "canopy-test"
-
-/**
- * Runs s3rver in a child Node with `--openssl-legacy-provider`: s3rver 3.7 builds
- * ListObjectsV2 continuation tokens with DES, which OpenSSL 3 only offers from
- * the legacy provider (without it every truncated page is a 500).
- */
-const startS3rver = (directory: string) =>
-  Effect.acquireRelease(
-    Effect.callback<{ readonly child: ChildProcess.ChildProcess; readonly port: number }, Error>((resume) => {
-      const child = ChildProcess.spawn(process.execPath, ["--openssl-legacy-provider", "-e", S3RVER_SCRIPT], {
-        env: {
-          ...process.env,
-          S3RVER_MODULE: createRequire(import.meta.url).resolve("s3rver"),
-          S3RVER_DIR: directory,
-          S3RVER_BUCKET: BUCKET
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let stdout = ""
-      let stderr = ""
-      child.stderr.on("data", (data) => stderr += String(data))
-      child.stdout.on("data", (data) => {
-        stdout += String(data)
-        const match = /^listening (\d+)$/m.exec(stdout)
-        if (match) resume(Effect.succeed({ child, port: Number(match[1]) }))
-      })
-      child.on("exit", (code) => resume(Effect.fail(new Error(`s3rver exited with ${code}: ${stderr}`))))
-      return Effect.sync(() => child.kill())
-    }),
-    ({ child }) =>
-      Effect.callback<void>((resume) => {
-        if (child.exitCode !== null) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill()
-      })
-  )
-
-const S3RVER_SCRIPT = `
-const S3rver = require(process.env.S3RVER_MODULE)
-const server = new S3rver({
-  address: "127.0.0.1",
-  port: 0,
-  silent: true,
-  directory: process.env.S3RVER_DIR,
-  configureBuckets: [{ name: process.env.S3RVER_BUCKET }]
-})
-server.run().then(({ port }) => console.log("listening " + port))
-process.on("SIGTERM", () => server.close().finally(() => process.exit(0)))
-`
 
 const s3rverLayer = Layer.unwrap(Effect.gen(function*() {
   const { port } = yield* startS3rver(yield* TestDir).pipe(Effect.orDie)

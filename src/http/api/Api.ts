@@ -9,6 +9,7 @@ import { ObserveApi } from "./Observe.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
+import { RepositoriesApi } from "./Repositories.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SubscriptionsApi } from "./Subscriptions.ts"
@@ -28,6 +29,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(SourceMapsApi)
   .add(PerformanceApi)
   .add(SubscriptionsApi)
+  .add(RepositoriesApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

@@ -1,0 +1,268 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import {
+  CreateEvent,
+  DeleteEvent,
+  isValidBranchName,
+  PushEvent,
+  type PushEventData
+} from "../../schemas/Repositories.ts"
+import { type NewDomainEvent, publishAll } from "../platform/Events.ts"
+import { gitText } from "./GitProcess.ts"
+import { PackStore } from "./PackStore.ts"
+import { ZERO_SHA } from "./PktLine.ts"
+import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
+import { type GitStorageError, RepoCache, type StoredRef } from "./RepoCache.ts"
+import type { RepoRecord } from "./Repositories.ts"
+
+/** One requested ref change; `ZERO_SHA` as old means create, as new means delete. */
+export interface RefCommand {
+  readonly name: string
+  readonly oldSha: string
+  readonly newSha: string
+}
+
+/** The outcome for one ref: applied, or refused with git's `ng` reason. */
+export interface RefResult {
+  readonly name: string
+  readonly ok: boolean
+  readonly reason?: string | undefined
+}
+
+/** Who moves the refs (the key's user; `null` for the server itself). */
+export interface Pusher {
+  readonly id: string
+  readonly name: string
+  readonly email: string
+}
+
+export interface RefUpdateInput {
+  readonly repo: RepoRecord
+  /** The repository's cached folder, synced by `RepoCache.use`. */
+  readonly dir: string
+  /** New objects not yet stored (a push's pack, a merge's commits), or none. */
+  readonly quarantine: Quarantine | undefined
+  readonly commands: ReadonlyArray<RefCommand>
+  /** All refs or none (git's `atomic` capability); otherwise each ref on its own. */
+  readonly atomic: boolean
+  readonly pusher: Pusher | null
+}
+
+/**
+ * The hook every ref update passes through before it is applied (branch protection plugs
+ * in here): returns the reason to refuse the update, or `undefined`. Runs with the
+ * quarantine's objects visible (`env`), before the compare-and-swap, which makes its
+ * verdict hold: the ref is only moved if it still has the `oldSha` that was checked.
+ */
+export type RefUpdateCheckFn = (input: {
+  readonly repo: RepoRecord
+  readonly command: RefCommand
+  readonly pusher: Pusher | null
+  readonly dir: string
+  readonly env: Readonly<Record<string, string>>
+}) => Effect.Effect<string | undefined>
+
+export const RefUpdateCheck = Context.Reference<RefUpdateCheckFn>("canopy/git/RefUpdateCheck", {
+  defaultValue: () => () => Effect.succeed(undefined)
+})
+
+/** Commits listed in one push event (GitHub lists 20; the rest are reachable by `after`). */
+const MAX_EVENT_COMMITS = 100
+
+const refNameProblem = (name: string): string | undefined => {
+  if (!name.startsWith("refs/")) return "funny refname"
+  if (name.startsWith("refs/pull/")) return "refs/pull/ is reserved"
+  return isValidBranchName(name.slice("refs/".length)) && name.split("/").length >= 3 ? undefined : "funny refname"
+}
+
+const SEPARATOR = "\x1f"
+const RECORD_END = "\x1e"
+
+/** The commits `tip` adds (oldest first) that no ref of the synced repository reaches. */
+const newCommits = (dir: string, env: Readonly<Record<string, string>>, tip: string) =>
+  gitText({
+    gitDir: dir,
+    env,
+    args: [
+      "log",
+      `--format=%H${SEPARATOR}%an${SEPARATOR}%ae${SEPARATOR}%aI${SEPARATOR}%B${RECORD_END}`,
+      "--reverse",
+      `--max-count=${MAX_EVENT_COMMITS}`,
+      tip,
+      "--not",
+      "--all"
+    ]
+  }).pipe(
+    Effect.map((text): PushEventData["commits"] =>
+      text.split(RECORD_END).map((record) => record.replace(/^\n/, "")).filter((record) => record.length > 0).map(
+        (record) => {
+          const [sha, name, email, date, message] = record.split(SEPARATOR)
+          return { sha, message: message.trimEnd(), author: { name, email }, timestamp: new Date(date).toISOString() }
+        }
+      )
+    ),
+    Effect.orElseSucceed(() => [])
+  )
+
+/** The commit an annotated tag points to (itself for a lightweight tag), or null. */
+const peel = (dir: string, env: Readonly<Record<string, string>>, sha: string) =>
+  gitText({ gitDir: dir, env, args: ["rev-parse", "--verify", "-q", `${sha}^{commit}`] }).pipe(
+    Effect.map((text): string | null => text.trim()),
+    Effect.orElseSucceed(() => null)
+  )
+
+/**
+ * The one path by which refs move (pushes now; merges, suggestion commits and other
+ * server-side commits later): objects in, a check per ref, refs compared-and-swapped in
+ * one Postgres transaction, domain events out in that same transaction.
+ *
+ * 1. An archived repository refuses everything.
+ * 2. Every new tip must be connected (its objects present in the repository or the
+ *    quarantine); the hook (`RefUpdateCheck`) may refuse single refs.
+ * 3. The quarantined pack is stored (BlobStore, then `repo_packs`) before any ref names it.
+ * 4. One transaction locks the repository row, compares each ref with its expected old
+ *    value (a mismatch is `ng <ref> fetch first`, so of two racing pushes exactly one
+ *    wins), applies the accepted ones (all or none when `atomic`) and publishes `push`,
+ *    `create` and `delete` events.
+ */
+export class RefUpdates extends Context.Service<RefUpdates, {
+  apply(input: RefUpdateInput): Effect.Effect<ReadonlyArray<RefResult>, PackRejected | GitStorageError>
+}>()("canopy/git/RefUpdates") {
+  static readonly layer = Layer.effect(
+    RefUpdates,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const packs = yield* PackStore
+      const cache = yield* RepoCache
+
+      const apply = Effect.fn("RefUpdates.apply")(function*(input: RefUpdateInput) {
+        const { repo, dir, quarantine, pusher } = input
+        const env = quarantine?.env ?? {}
+        if (repo.archived) {
+          return input.commands.map((command) => ({ name: command.name, ok: false, reason: "repository is archived" }))
+        }
+        const verdicts = new Map<string, string>()
+        for (const command of input.commands) {
+          const problem = refNameProblem(command.name)
+          if (problem !== undefined) verdicts.set(command.name, problem)
+        }
+        const tips = input.commands.filter((c) => c.newSha !== ZERO_SHA && !verdicts.has(c.name)).map((c) => c.newSha)
+        if (quarantine !== undefined) yield* verifyConnected(dir, quarantine, tips)
+        else if (tips.length > 0) yield* verifyConnected(dir, { dir, env: {}, pack: undefined }, tips)
+        const check = yield* RefUpdateCheck
+        for (const command of input.commands) {
+          if (verdicts.has(command.name)) continue
+          const reason = yield* check({ repo, command, pusher, dir, env })
+          if (reason !== undefined) verdicts.set(command.name, reason)
+        }
+        const refused = (name: string) => verdicts.get(name)
+        if (input.atomic && verdicts.size > 0) {
+          return input.commands.map((c) => ({
+            name: c.name,
+            ok: false,
+            reason: refused(c.name) ?? "atomic push failed"
+          }))
+        }
+        const accepted = input.commands.filter((c) => !verdicts.has(c.name))
+        if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
+          yield* packs.store(repo.id, quarantine.pack)
+        }
+        const events = (yield* Effect.forEach(accepted, (command) => eventsFor(input, command, env))).flat()
+        const peeled = new Map<string, string | null>()
+        for (const command of accepted) {
+          if (command.name.startsWith("refs/tags/") && command.newSha !== ZERO_SHA) {
+            peeled.set(command.name, yield* peel(dir, env, command.newSha))
+          }
+        }
+
+        const outcome = yield* sql.withTransaction(Effect.gen(function*() {
+          // Archived or trashed since the request began: nothing moves.
+          const [state] = yield* sql<{ archived: boolean; deleted: boolean }>`
+            SELECT archived, deleted_at IS NOT NULL AS deleted FROM repositories WHERE id = ${repo.id} FOR UPDATE`
+          if (state === undefined || state.archived || state.deleted) {
+            for (const command of accepted) verdicts.set(command.name, "repository is archived or deleted")
+            return "rolled back" as const
+          }
+          const rows = yield* sql<StoredRef>`SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id}`
+          const current = new Map(rows.map((row) => [row.name, row.sha]))
+          const stale = accepted.filter((c) => (current.get(c.name) ?? ZERO_SHA) !== c.oldSha)
+          for (const command of stale) verdicts.set(command.name, "fetch first")
+          if (input.atomic && stale.length > 0) return "rolled back" as const
+          const applied = accepted.filter((c) => !verdicts.has(c.name))
+          for (const command of applied) {
+            if (command.newSha === ZERO_SHA) {
+              yield* sql`DELETE FROM repo_refs WHERE repo_id = ${repo.id} AND name = ${command.name}`
+            } else {
+              yield* sql`
+                INSERT INTO repo_refs (repo_id, name, sha, peeled)
+                VALUES (${repo.id}, ${command.name}, ${command.newSha}, ${peeled.get(command.name) ?? null})
+                ON CONFLICT (repo_id, name) DO UPDATE SET sha = excluded.sha, peeled = excluded.peeled, updated_at = now()`
+            }
+          }
+          const appliedNames = new Set(applied.map((c) => c.name))
+          yield* publishAll(events.filter((event) => appliedNames.has(event.ref)).map((event) => event.event)).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
+          // As on GitHub: the first branch pushed into a repository without branches becomes the
+          // default when the configured default branch was not among those pushed.
+          const hadBranches = rows.some((row) => row.name.startsWith("refs/heads/"))
+          const pushedBranches = applied.filter((c) => c.name.startsWith("refs/heads/") && c.newSha !== ZERO_SHA)
+          const defaultRef = `refs/heads/${repo.defaultBranch}`
+          const newDefault = !hadBranches && pushedBranches.length > 0 && !pushedBranches.some((c) =>
+              c.name === defaultRef
+            )
+            ? pushedBranches[0].name.slice("refs/heads/".length)
+            : repo.defaultBranch
+          if (applied.length > 0) {
+            yield* sql`UPDATE repositories SET updated_at = now(), default_branch = ${newDefault} WHERE id = ${repo.id}`
+          }
+          return "committed" as const
+        })).pipe(Effect.orDie)
+
+        if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
+          yield* cache.adopt(repo.id, quarantine.pack.packPath, quarantine.pack.idxPath, quarantine.pack.name)
+        }
+        return input.commands.map((command): RefResult => {
+          const reason = refused(command.name) ?? (outcome === "rolled back" ? "atomic push failed" : undefined)
+          return reason === undefined ? { name: command.name, ok: true } : { name: command.name, ok: false, reason }
+        })
+      })
+
+      /** `push` (and `create`/`delete`) events of one accepted command, computed before the transaction. */
+      const eventsFor = (input: RefUpdateInput, command: RefCommand, env: Readonly<Record<string, string>>) =>
+        Effect.gen(function*() {
+          const { pusher, repo } = input
+          const repository = { id: repo.id, name: repo.name, fullName: `${repo.orgSlug}/${repo.slug}` }
+          const timestamp = new Date().toISOString()
+          const commits = command.newSha === ZERO_SHA ? [] : yield* newCommits(input.dir, env, command.newSha)
+          const push: PushEventData = {
+            repository,
+            sender: pusher,
+            ref: command.name,
+            before: command.oldSha,
+            after: command.newSha,
+            commits,
+            timestamp
+          }
+          const out: Array<{ ref: string; event: NewDomainEvent }> = [
+            { ref: command.name, event: PushEvent.make(repo.orgId, push) }
+          ]
+          if (command.oldSha === ZERO_SHA || command.newSha === ZERO_SHA) {
+            const data = {
+              repository,
+              sender: pusher,
+              ref: command.name.replace(/^refs\/(heads|tags)\//, ""),
+              refType: command.name.startsWith("refs/tags/") ? "tag" as const : "branch" as const,
+              sha: command.newSha === ZERO_SHA ? command.oldSha : command.newSha,
+              timestamp
+            }
+            const kind = command.oldSha === ZERO_SHA ? CreateEvent : DeleteEvent
+            out.push({ ref: command.name, event: kind.make(repo.orgId, data) })
+          }
+          return out
+        })
+
+      return RefUpdates.of({ apply })
+    })
+  )
+}

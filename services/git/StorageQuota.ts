@@ -1,0 +1,41 @@
+import { Effect } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Plan } from "../../schemas/Tenancy.ts"
+
+const GiB = 1024 ** 3
+
+/** Storage per organization (spec 001 "Limits": Free 1 GB, Pro 10 GB, Enterprise 100 GB; Hobby as Free). */
+export const storageLimitBytes: Record<Plan, number> = {
+  free: 1 * GiB,
+  hobby: 1 * GiB,
+  pro: 10 * GiB,
+  enterprise: 100 * GiB
+}
+
+export interface StorageStanding {
+  readonly usedBytes: number
+  readonly limitBytes: number
+  /** At 100%: pushes and LFS uploads are refused, fetches continue (spec "Repository lifecycle"). */
+  readonly blocked: boolean
+  /** At 80% or more: pushes carry a warning. */
+  readonly warning: string | undefined
+}
+
+/** How much of its plan's storage an organization uses (packs + LFS of its live repositories). */
+export const storageStanding = (orgId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const [row] = yield* sql<{ plan: Plan; used: string }>`
+      SELECT o.plan, coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
+      FROM organizations o LEFT JOIN repositories r ON r.org_id = o.id AND r.deleted_at IS NULL
+      WHERE o.id = ${orgId} GROUP BY o.plan`.pipe(Effect.orDie)
+    const limitBytes = storageLimitBytes[row?.plan ?? "free"]
+    const usedBytes = Number(row?.used ?? 0)
+    const percent = Math.floor((usedBytes / limitBytes) * 100)
+    return {
+      usedBytes,
+      limitBytes,
+      blocked: usedBytes >= limitBytes,
+      warning: percent >= 80 ? `the organization uses ${percent}% of its plan's storage` : undefined
+    } satisfies StorageStanding
+  })

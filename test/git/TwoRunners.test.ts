@@ -1,0 +1,48 @@
+import { expect, it } from "@effect/vitest"
+import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { bootstrapOrg, request, startAppOnDatabase } from "../support/app.ts"
+import { createTestDatabase } from "../support/database.ts"
+import { cloneUrl, gitClient, writeFiles } from "./gitClient.ts"
+
+/** A data folder whose `blobs` is the shared object store (each runner keeps its own git cache). */
+const dataDirSharing = (blobs: string) => {
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-runner-"))
+  Fs.symlinkSync(blobs, Path.join(dir, "blobs"))
+  return dir
+}
+
+it.effect("a push through one runner is seen by a clone through another", () =>
+  Effect.gen(function*() {
+    const url = yield* createTestDatabase
+    const blobs = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-shared-blobs-"))
+    yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(blobs, { recursive: true, force: true })))
+    const first = yield* startAppOnDatabase(url, { dataDir: dataDirSharing(blobs) })
+    const second = yield* startAppOnDatabase(url, { dataDir: dataDirSharing(blobs) })
+    const org = yield* bootstrapOrg(first.baseUrl, { slug: "two-runners", plan: "enterprise" })
+    const created = yield* request(`${first.baseUrl}/api/v1/code/repos`, {
+      method: "POST",
+      token: org.key,
+      body: { name: "shared" }
+    })
+    expect(created.status).toBe(201)
+
+    const git = yield* gitClient
+    const work = git.dir("work")
+    yield* git.ok(["init", "-q", work])
+    for (let round = 0; round < 2; round++) {
+      yield* writeFiles(work, { [`round-${round}.txt`]: `${round}\n` })
+      yield* git.ok(["add", "-A"], { cwd: work })
+      yield* git.ok(["commit", "-q", "-m", `round ${round}`], { cwd: work })
+      yield* git.ok(["push", cloneUrl(first.baseUrl, "two-runners", "shared", org.key), "main"], { cwd: work })
+      const target = git.dir(`clone-${round}`)
+      // The second runner has never seen this pack: it fetches it from the shared store.
+      yield* git.ok(["clone", "-q", cloneUrl(second.baseUrl, "two-runners", "shared", org.key), target])
+      expect(yield* git.ok(["rev-parse", "HEAD"], { cwd: target })).toBe(
+        yield* git.ok(["rev-parse", "HEAD"], { cwd: work })
+      )
+      expect(Fs.readFileSync(Path.join(target, `round-${round}.txt`), "utf8")).toBe(`${round}\n`)
+    }
+  }), { timeout: 120_000 })
