@@ -11,8 +11,13 @@ import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
+import { Deliveries } from "../services/webhooks/Deliveries.ts"
+import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
+import { FanOut } from "../services/webhooks/FanOut.ts"
+import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { ClusterLive } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -27,7 +32,8 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, FanOut.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
@@ -37,7 +43,11 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Checker.layer),
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
-  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring)
+  const WebhookDelivery = WebhookDeliveryLive().pipe(
+    Layer.provideMerge(Dispatcher.layer),
+    Layer.provideMerge(OutboundGuard.layerFromConfig)
+  )
+  const Entities = Layer.mergeAll(OrganizationEntityLayer, Monitoring, WebhookDelivery)
   const Http = serveHttp.pipe(
     Layer.provideMerge(NodeHttpServer.layer(createServer, { port: config.port, host: config.host }))
   )

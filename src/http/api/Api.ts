@@ -7,6 +7,7 @@ import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { StatusApi } from "./Status.ts"
 import { SystemApi } from "./System.ts"
+import { WebhooksApi } from "./Webhooks.ts"
 
 /** Every endpoint group; one `.add` per area. */
 const Endpoints = HttpApi.make("canopy")
@@ -16,6 +17,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(MonitorsApi)
   .add(AdminApi)
   .add(StatusApi)
+  .add(WebhooksApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
