@@ -118,7 +118,7 @@ describe("organization webhooks API", () => {
     Effect.gen(function*() {
       const receiver = yield* startReceiver()
       const app = yield* startApp()
-      const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "signed" })
+      const { key, org } = yield* bootstrapOrg(app.baseUrl, { slug: "signed", plan: "pro" })
       const api = (path: string, init?: { method?: string; body?: unknown }) =>
         request(`${app.baseUrl}/api/v1/webhooks${path}`, { ...init, token: key })
       const secret = "It's a Secret to Everybody"
@@ -172,7 +172,8 @@ describe("organization webhooks API", () => {
       const log = yield* eventually(
         "a successful delivery in the log",
         api(`/${down.body.id}/deliveries`),
-        (response) => response.body.deliveries?.[0]?.status === "success"
+        (response) => response.body.deliveries?.[0]?.status === "success",
+        { pollMs: 250 }
       )
       expect(log.body.count).toBe(1)
       const delivery = log.body.deliveries[0]
