@@ -8,11 +8,11 @@ const RETRY_AFTER_ERROR_MS = 5_000
 interface AlarmState {
   /** When the armed alarm fires. */
   at: number
-  /** The fiber sleeping until `at`, then draining (kept until the drain ends, for shutdown). */
+  /** The fiber sleeping until `at` while armed (then draining). */
   timer: Fiber.Fiber<void> | undefined
+  armed: boolean
   /** A `Drain` is in flight; `again` collects wake-ups meanwhile. */
   running: boolean
-  inflight: Fiber.Fiber<void> | undefined
   again: number | undefined
 }
 
@@ -40,6 +40,7 @@ export class WebhookAlarms extends Context.Service<WebhookAlarms, {
         const permits = yield* Semaphore.make(options?.concurrency ?? 200)
         const run = Effect.runForkWith(yield* Effect.context<never>())
         const alarms = new Map<string, AlarmState>()
+        const fibers = new Set<Fiber.Fiber<void>>()
 
         const hostedHere = (webhookId: string) => {
           const entityId = EntityId.make(webhookId)
@@ -62,18 +63,13 @@ export class WebhookAlarms extends Context.Service<WebhookAlarms, {
 
         const fire = (webhookId: string, state: AlarmState) =>
           Effect.gen(function*() {
-            state.inflight = state.timer
-            state.timer = undefined
+            state.armed = false
             if (!hostedHere(webhookId)) {
               alarms.delete(webhookId)
               return
             }
             state.running = true
-            const next = yield* Effect.onExit(drain(webhookId), () =>
-              Effect.sync(() => {
-                state.running = false
-                state.inflight = undefined
-              }))
+            const next = yield* Effect.onExit(drain(webhookId), () => Effect.sync(() => (state.running = false)))
             const again = state.again
             state.again = undefined
             const at = Math.min(next ?? Number.POSITIVE_INFINITY, again ?? Number.POSITIVE_INFINITY)
@@ -82,19 +78,25 @@ export class WebhookAlarms extends Context.Service<WebhookAlarms, {
           })
 
         const arm = (webhookId: string, state: AlarmState, at: number) => {
-          if (state.timer !== undefined) {
+          if (state.armed) {
             if (state.at <= at) return
-            state.timer.interruptUnsafe()
+            state.timer?.interruptUnsafe()
           }
           state.at = at
+          state.armed = true
           const delay = Math.max(0, at - clock.currentTimeMillisUnsafe())
-          state.timer = run(Effect.andThen(Effect.sleep(delay), fire(webhookId, state)))
+          // Tracked until it ends, so the layer's shutdown interrupts it (a fiber may start
+          // running before `run` returns: nothing below relies on the order).
+          const fiber = run(Effect.andThen(Effect.sleep(delay), fire(webhookId, state)))
+          if (state.armed && state.at === at) state.timer = fiber
+          fibers.add(fiber)
+          fiber.addObserver(() => fibers.delete(fiber))
         }
 
         const wake = (webhookId: string, at: number) => {
           let state = alarms.get(webhookId)
           if (state === undefined) {
-            state = { at, timer: undefined, running: false, inflight: undefined, again: undefined }
+            state = { at, timer: undefined, armed: false, running: false, again: undefined }
             alarms.set(webhookId, state)
           }
           if (state.running) state.again = Math.min(state.again ?? Number.POSITIVE_INFINITY, at)
@@ -103,10 +105,7 @@ export class WebhookAlarms extends Context.Service<WebhookAlarms, {
 
         yield* Effect.addFinalizer(() =>
           Effect.sync(() => {
-            for (const state of alarms.values()) {
-              state.timer?.interruptUnsafe()
-              state.inflight?.interruptUnsafe()
-            }
+            for (const fiber of fibers) fiber.interruptUnsafe()
             alarms.clear()
           })
         )
