@@ -117,14 +117,29 @@ export class Deliveries extends Context.Service<Deliveries, {
    * (NOTIFY is transactional). Joins the caller's transaction.
    */
   enqueue(deliveries: ReadonlyArray<NewDelivery>, at: number): Effect.Effect<ReadonlyArray<Delivery>, SqlError>
+  /**
+   * Queues one delivery of `event` for every active webhook of `scope` subscribed to it (or
+   * to `*`), in one statement, and wakes their runners after commit; how many. Joins the
+   * caller's transaction (the fan-out consumer's). Reads `webhooks`: this is the hot path,
+   * one round trip per event.
+   */
+  enqueueForSubscribers(
+    scope: { readonly orgId: string; readonly repoId: string | null },
+    event: string,
+    payload: string,
+    at: number
+  ): Effect.Effect<number, SqlError>
   /** The next delivery to attempt: the earliest due, in queue order. */
   head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
-   * Claims attempt `attempts + 1` (compare-and-swap on `attempts`) and moves the timer to
-   * `retryAt`, where it stays if the runner dies while sending. False if someone else did.
+   * Claims the next attempt of the head delivery if it is due at `now` and has attempts
+   * left (`delays.length` attempts in all), in one statement: `attempts + 1` is committed and
+   * the timer moved to `now + delays[attempts]` — when the retry after this attempt is due,
+   * should the runner die while sending. None when nothing is claimable (see `head`).
+   * `attempts` of the result is the claimed attempt's number.
    */
-  claim(seq: number, attempts: number, retryAt: number): Effect.Effect<boolean>
-  /** Logs an attempt and sets the delivery's status, in one transaction. */
+  claimNext(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
+  /** Logs an attempt and sets the delivery's status, in one statement. */
   record(attempt: AttemptRecord): Effect.Effect<void>
   /** Ends a delivery without another attempt (attempts exhausted while a runner died). */
   fail(seq: number): Effect.Effect<void>
@@ -162,6 +177,58 @@ export class Deliveries extends Context.Service<Deliveries, {
         return inserted.map(toDelivery)
       })
 
+      const enqueueForSubscribers = Effect.fnUntraced(function*(
+        scope: { readonly orgId: string; readonly repoId: string | null },
+        event: string,
+        payload: string,
+        at: number
+      ) {
+        const iso = new Date(at).toISOString()
+        // Ids for up to 8 subscribers come from the app's generator; beyond (Enterprise has no
+        // cap) from Postgres' CSPRNG, as hex.
+        const ids = Array.from({ length: 8 }, () => makeId("delivery"))
+        const [row] = yield* sql<{ queued: number | string }>`
+          WITH hooks AS (
+            SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM webhooks
+            WHERE org_id = ${scope.orgId} AND repo_id IS NOT DISTINCT FROM ${scope.repoId} AND is_active
+              AND events && ARRAY[${event}, '*']::text[]
+          ), queued AS (
+            INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
+            SELECT coalesce(${JSON.stringify(ids)}::jsonb->>(n::int - 1),
+                'delivery_' || replace(gen_random_uuid()::text, '-', '')),
+              id, ${event}, ${payload}, ${iso}::timestamptz, ${iso}::timestamptz
+            FROM hooks ORDER BY n
+            RETURNING webhook_id
+          )
+          SELECT count(*) AS queued, count(pg_notify(${WEBHOOKS_CHANNEL}, webhook_id)) FROM queued`
+        return Number(row.queued)
+      })
+
+      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
+        sql<{ seq: string | number; id: string; event: string; payload: string; attempts: number }>`
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
+            next_attempt_at = ${new Date(now).toISOString()}::timestamptz
+              + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
+          FROM (
+            SELECT seq FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
+            ORDER BY next_attempt_at, seq LIMIT 1
+          ) AS head
+          WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
+            AND d.attempts < ${delays.length}
+          RETURNING d.seq, d.id, d.event, d.payload, d.attempts`.pipe(
+          Effect.orDie,
+          Effect.map((rows) =>
+            rows.length === 0 ? Option.none() : Option.some({
+              seq: Number(rows[0].seq),
+              id: rows[0].id,
+              event: rows[0].event,
+              payload: rows[0].payload,
+              attempts: rows[0].attempts,
+              dueAt: now
+            })
+          )
+        )
+
       const head = (webhookId: string) =>
         sql<Omit<QueuedDelivery, "seq" | "dueAt"> & { seq: string | number; due_at: string | number }>`
           SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
@@ -180,17 +247,10 @@ export class Deliveries extends Context.Service<Deliveries, {
           )
         )
 
-      const claim = (seq: number, attempts: number, retryAt: number) =>
-        sql`
-          UPDATE webhook_deliveries SET attempts = attempts + 1,
-            next_attempt_at = ${new Date(retryAt).toISOString()}::timestamptz
-          WHERE seq = ${seq} AND attempts = ${attempts} AND status = 'pending'
-          RETURNING seq`.pipe(Effect.orDie, Effect.map((rows) => rows.length === 1))
-
-      const record = (attempt: AttemptRecord) =>
-        sql.withTransaction(Effect.gen(function*() {
-          const startedAt = attempt.startedAt.toISOString()
-          yield* sql`
+      const record = (attempt: AttemptRecord) => {
+        const startedAt = attempt.startedAt.toISOString()
+        return Effect.orDie(sql`
+          WITH logged AS (
             INSERT INTO webhook_attempts (
               delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
               response_code, response_headers, response_body, error
@@ -200,13 +260,13 @@ export class Deliveries extends Context.Service<Deliveries, {
               ${attempt.response?.statusCode ?? null},
               ${attempt.response === null ? null : JSON.stringify(attempt.response.headers)}::jsonb,
               ${attempt.response?.body ?? null}, ${attempt.error}
-            ) ON CONFLICT DO NOTHING`
-          yield* sql`
-            UPDATE webhook_deliveries SET status = ${attempt.status},
-              response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
-              delivered_at = ${startedAt}::timestamptz
-            WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`
-        })).pipe(Effect.orDie)
+            ) ON CONFLICT DO NOTHING
+          )
+          UPDATE webhook_deliveries SET status = ${attempt.status},
+            response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
+            delivered_at = ${startedAt}::timestamptz
+          WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`)
+      }
 
       const fail = (seq: number) =>
         Effect.orDie(sql`UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'`)
@@ -272,8 +332,9 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       return Deliveries.of({
         enqueue,
+        enqueueForSubscribers,
         head,
-        claim,
+        claimNext,
         record,
         fail,
         failPending,

@@ -80,18 +80,24 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           )
         )
 
-      /** One attempt of the head delivery; the failure streak after it, or "disabled". */
-      const attempt = Effect.fnUntraced(function*(target: WebhookTarget, head: QueuedDelivery, now: number) {
-        const number = head.attempts + 1
-        const last = number > target.maxRetries
-        // Should we die while sending, the retry is due here (after the last one: give up then).
-        const retryAt = now + (last ? timeoutMs + 60_000 : retryDelayMs(number, target.retryIntervalSeconds))
-        if (!(yield* deliveries.claim(head.seq, head.attempts, retryAt))) return target.failingSince
-        const request = buildRequest(target, head, now)
+      /**
+       * Delays (ms) after each attempt: `delays[n]` follows attempt n + 1. The last entry
+       * follows the last attempt and only matters if the runner dies sending it: then the
+       * delivery is failed at that time.
+       */
+      const delaysOf = (target: WebhookTarget) => [
+        ...Array.from({ length: target.maxRetries }, (_, n) => retryDelayMs(n + 1, target.retryIntervalSeconds)),
+        timeoutMs + 60_000
+      ]
+
+      /** Sends a claimed attempt and logs it; the failure streak after it, or "disabled". */
+      const attempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
+        const number = claimed.attempts
+        const request = buildRequest(target, claimed, now)
         const result = yield* send(guard, request, timeoutMs)
         const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
         yield* deliveries.record({
-          seq: head.seq,
+          seq: claimed.seq,
           attempt: number,
           startedAt: new Date(now),
           durationMs: result.durationMs,
@@ -104,7 +110,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             : ok
             ? null
             : `receiver answered ${result.statusCode}`,
-          status: ok ? "success" : last ? "failed" : "pending"
+          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
         })
         if (ok && target.failingSince === null) return null
         const finishedAt = yield* Clock.currentTimeMillis
@@ -127,19 +133,22 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           yield* deliveries.failPending(webhookId)
           return Option.none<number>()
         }
+        const delays = delaysOf(target)
         while (true) {
-          const head = yield* deliveries.head(webhookId)
-          if (Option.isNone(head)) return Option.none<number>()
           const now = yield* Clock.currentTimeMillis
-          if (head.value.dueAt > now) return Option.some(head.value.dueAt)
-          // A runner died during the last attempt: nothing is left to try.
-          if (head.value.attempts > target.maxRetries) {
-            yield* deliveries.fail(head.value.seq)
+          const claimed = yield* deliveries.claimNext(webhookId, now, delays)
+          if (Option.isSome(claimed)) {
+            const failingSince = yield* attempt(target, claimed.value, now)
+            if (failingSince === "disabled") return Option.none<number>()
+            target = { ...target, failingSince }
             continue
           }
-          const failingSince = yield* attempt(target, head.value, now)
-          if (failingSince === "disabled") return Option.none<number>()
-          target = { ...target, failingSince }
+          // Nothing claimable: the queue is empty, its head not due yet, or out of attempts.
+          const head = yield* deliveries.head(webhookId)
+          if (Option.isNone(head)) return Option.none<number>()
+          if (head.value.dueAt > now) return Option.some(head.value.dueAt)
+          // A runner died during the last attempt: nothing is left to try.
+          yield* deliveries.fail(head.value.seq)
         }
       })
 

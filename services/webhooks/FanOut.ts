@@ -43,15 +43,9 @@ export class FanOut extends Context.Service<FanOut, {
         const mapped = toWebhookEvent(event)
         if (Option.isNone(mapped) || event.orgId === null) return 0
         const { event: name, payload, repoId } = mapped.value
-        const targets = yield* webhooks.subscribed({ orgId: event.orgId, repoId }, name)
-        if (targets.length === 0) return 0
         const body = JSON.stringify(payload(yield* organization(event.orgId)))
         const now = yield* Clock.currentTimeMillis
-        yield* deliveries.enqueue(
-          targets.map((webhookId) => ({ webhookId, event: name, payload: body, redelivery: false })),
-          now
-        )
-        return targets.length
+        return yield* deliveries.enqueueForSubscribers({ orgId: event.orgId, repoId }, name, body, now)
       })
 
       const queueOne = (webhookId: string, event: string, payload: string, redelivery: boolean) =>

@@ -93,8 +93,6 @@ export class Webhooks extends Context.Service<Webhooks, {
   requireActive(scope: WebhookScope, id: string): Effect.Effect<WebhookTarget, NotFound | Conflict>
   /** Internal (delivery loop): the settings and decrypted secret, no scope check. */
   loadTarget(id: string): Effect.Effect<Option.Option<WebhookTarget>>
-  /** Internal (fan-out): ids of the active webhooks of `scope` subscribed to `event` (or `*`). */
-  subscribed(scope: WebhookScope, event: string): Effect.Effect<ReadonlyArray<string>>
   /**
    * Internal (delivery loop): notes an attempt's outcome. Success ends a failure streak; a
    * failure starts one, and one older than `disableAfterMs` disables the webhook: then the
@@ -261,14 +259,6 @@ export class Webhooks extends Context.Service<Webhooks, {
         return rows.length === 0 ? Option.none() : Option.some(yield* toTarget(rows[0]))
       })
 
-      const subscribed = Effect.fn("Webhooks.subscribed")(function*(scope: WebhookScope, event: string) {
-        const rows = yield* sql<{ id: string }>`
-          SELECT id FROM webhooks
-          WHERE ${inScope(scope)} AND is_active AND events && ARRAY[${event}, '*']::text[]
-          ORDER BY created_at, id`.pipe(Effect.orDie)
-        return rows.map((row) => row.id)
-      })
-
       const noteOutcome = Effect.fn("Webhooks.noteOutcome")(function*(
         id: string,
         outcome: { readonly ok: boolean; readonly at: Date; readonly disableAfterMs: number }
@@ -309,7 +299,6 @@ export class Webhooks extends Context.Service<Webhooks, {
         remove,
         requireActive,
         loadTarget,
-        subscribed,
         noteOutcome
       })
     })
