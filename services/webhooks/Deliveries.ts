@@ -56,6 +56,21 @@ interface DeliveryRow {
   readonly next_attempt_at: Date
 }
 
+type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
+  readonly seq: string | number
+  readonly due_at: string | number
+}
+
+const firstQueued = (rows: ReadonlyArray<QueuedRow>): Option.Option<QueuedDelivery> =>
+  rows.length === 0 ? Option.none() : Option.some({
+    seq: Number(rows[0].seq),
+    id: rows[0].id,
+    event: rows[0].event,
+    payload: rows[0].payload,
+    attempts: rows[0].attempts,
+    dueAt: Math.round(Number(rows[0].due_at))
+  })
+
 interface AttemptRow {
   readonly attempt: number
   readonly started_at: Date
@@ -205,7 +220,7 @@ export class Deliveries extends Context.Service<Deliveries, {
       })
 
       const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
-        sql<{ seq: string | number; id: string; event: string; payload: string; attempts: number }>`
+        sql<QueuedRow>`
           UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
             next_attempt_at = ${new Date(now).toISOString()}::timestamptz
               + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
@@ -215,37 +230,18 @@ export class Deliveries extends Context.Service<Deliveries, {
           ) AS head
           WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
             AND d.attempts < ${delays.length}
-          RETURNING d.seq, d.id, d.event, d.payload, d.attempts`.pipe(
+          RETURNING d.seq, d.id, d.event, d.payload, d.attempts,
+            extract(epoch FROM d.next_attempt_at) * 1000 AS due_at`.pipe(
           Effect.orDie,
-          Effect.map((rows) =>
-            rows.length === 0 ? Option.none() : Option.some({
-              seq: Number(rows[0].seq),
-              id: rows[0].id,
-              event: rows[0].event,
-              payload: rows[0].payload,
-              attempts: rows[0].attempts,
-              dueAt: now
-            })
-          )
+          // The claimed attempt is due now (the row's timer already points at the retry after it).
+          Effect.map((rows) => Option.map(firstQueued(rows), (claimed) => ({ ...claimed, dueAt: now })))
         )
 
       const head = (webhookId: string) =>
-        sql<Omit<QueuedDelivery, "seq" | "dueAt"> & { seq: string | number; due_at: string | number }>`
+        sql<QueuedRow>`
           SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
           FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-          ORDER BY next_attempt_at, seq LIMIT 1`.pipe(
-          Effect.orDie,
-          Effect.map((rows) =>
-            rows.length === 0 ? Option.none() : Option.some({
-              seq: Number(rows[0].seq),
-              id: rows[0].id,
-              event: rows[0].event,
-              payload: rows[0].payload,
-              attempts: rows[0].attempts,
-              dueAt: Math.round(Number(rows[0].due_at))
-            })
-          )
-        )
+          ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
 
       const record = (attempt: AttemptRecord) => {
         const startedAt = attempt.startedAt.toISOString()
