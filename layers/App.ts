@@ -25,11 +25,16 @@ import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
 import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
 import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
+import { Deliveries } from "../services/webhooks/Deliveries.ts"
+import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
+import { FanOut } from "../services/webhooks/FanOut.ts"
+import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
+import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
@@ -45,8 +50,8 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive).pipe(
-    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer)),
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive, FanOut.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
     Layer.provideMerge(Events.layer)
@@ -58,12 +63,17 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
   const Observe = Layer.mergeAll(EventPreparation.layer, IngestWriter.layer, Issues.layer, Alerts.layer)
+  const WebhookDelivery = WebhookDeliveryLive().pipe(
+    Layer.provideMerge(Dispatcher.layer),
+    Layer.provideMerge(OutboundGuard.layerFromConfig)
+  )
   const Entities = Layer.mergeAll(
     OrganizationEntityLayer,
     Monitoring,
     IngestStreamEntityLayer,
     SpikeMailer,
-    RepositoryEntityLayer
+    RepositoryEntityLayer,
+    WebhookDelivery
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),

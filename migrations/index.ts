@@ -5,6 +5,7 @@ import notifications from "./0004_notifications.ts"
 import observe from "./0005_observe.ts"
 import observePerformance from "./0006_observe_performance.ts"
 import git from "./0007_git.ts"
+import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -16,5 +17,6 @@ export const migrations = {
   "0005_observe": observe,
   "0006_observe_performance": observePerformance,
   "0007_git": git,
+  "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards
 }

@@ -28,6 +28,8 @@ export interface AppConfigShape {
   readonly outboundAllowPrivate: boolean
   /** Proxies (IPs or CIDR networks) whose `X-Forwarded-For` names the client. */
   readonly trustedProxies: ReadonlyArray<string>
+  /** Webhook delivery timeout; 30 s (spec) unless a test shortens it. Not read from the environment. */
+  readonly webhookTimeoutMs?: number | undefined
 }
 
 const hostPort = (name: string) =>

@@ -18,6 +18,7 @@ import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.ts"
 import { SystemHandlers } from "./handlers/System.ts"
+import { WebhooksHandlers } from "./handlers/Webhooks.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
 import { StatusAssets } from "./pages/Assets.ts"
 import { StatusPages } from "./pages/StatusPage.ts"
@@ -36,6 +37,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([ObserveHandlers]),
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide(RepositoriesHandlers),
+  Layer.provide(WebhooksHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

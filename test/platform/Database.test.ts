@@ -20,7 +20,16 @@ describe("Database", () => {
       const first = yield* migratedOn(url)
       expect(first.migrated).toEqual(Object.keys(migrations).map((key) => key.replace(/^0+/, "")))
       expect(first.tables).toEqual(
-        expect.arrayContaining(["organizations", "api_keys", "domain_events", "monitors", "heartbeats", "repositories"])
+        expect.arrayContaining([
+          "organizations",
+          "api_keys",
+          "domain_events",
+          "monitors",
+          "heartbeats",
+          "repositories",
+          "webhooks",
+          "webhook_deliveries"
+        ])
       )
       // A second start on the same database finds nothing left to apply.
       const second = yield* migratedOn(url)

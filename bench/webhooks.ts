@@ -1,0 +1,278 @@
+/**
+ * `npm run bench:webhooks`: EVENTS `monitor.status` (down) events published through the real
+ * outbox (`publishAll`, batches of BATCH per transaction) into ORGS organizations, each with
+ * HOOKS_PER_ORG webhooks subscribed to `monitor.down`, all pointing at one local receiver (in
+ * this process). Canopy runs as a separate process (`src/main.ts`, one runner, a temporary
+ * embedded Postgres). Defaults: 10,000 events over 100 organizations with one webhook each,
+ * so 10,000 deliveries to 100 webhooks (100 in order per webhook).
+ *
+ * Reports deliveries/s (first commit to last receipt), commit→receipt latency p50/p99, and,
+ * in a second phase, the lateness of scheduled retries: RETRY_HOOKS webhooks
+ * (retryIntervalSeconds 10) whose receiver fails the first attempt; lateness = attempt 2's
+ * start − (attempt 1's start + 10 s), from the delivery log. The baseline, in the same run, is
+ * a bare Node loop posting the same payloads to the same receiver with the same concurrency
+ * (one sequential poster per webhook), `node:http` without keep-alive like Canopy's sender.
+ *
+ * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
+ */
+import { PgClient } from "@effect/sql-pg"
+import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { MonitorStatusEvent } from "../schemas/Monitoring.ts"
+import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
+import { publishAll } from "../services/platform/Events.ts"
+import { freePort, percentile, printTable, startProcess, stop } from "./support.ts"
+
+const env = (name: string, fallback: number) => {
+  const value = process.env[name]
+  return value === undefined || value === "" ? fallback : Number(value)
+}
+const EVENTS = env("EVENTS", 10_000)
+const ORGS = env("ORGS", 100)
+const HOOKS_PER_ORG = env("HOOKS_PER_ORG", 1)
+const BATCH = env("BATCH", 100)
+const RETRY_HOOKS = env("RETRY_HOOKS", 50)
+const RETRY_INTERVAL = 10
+const adminToken = "adm_bench_webhooks"
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** The receiver: answers 200 (or 500 on a first attempt under /fail-once/), notes each arrival. */
+const startReceiver = async () => {
+  const arrivals = new Map<string, Array<number>>()
+  const seenFailOnce = new Set<string>()
+  let count = 0
+  const server = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (chunk: Buffer) => chunks.push(chunk))
+    req.on("end", () => {
+      const at = performance.now() + performance.timeOrigin
+      count++
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as { monitor?: { id: string } }
+      const key = body.monitor?.id ?? "?"
+      const list = arrivals.get(key) ?? []
+      list.push(at)
+      arrivals.set(key, list)
+      if (req.url!.startsWith("/fail-once/") && !seenFailOnce.has(req.url!)) {
+        seenFailOnce.add(req.url!)
+        res.statusCode = 500
+      }
+      res.end("ok")
+    })
+  })
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  const { port } = server.address() as AddressInfo
+  return {
+    url: (path: string) => `http://127.0.0.1:${port}${path}`,
+    arrivals,
+    count: () => count,
+    reset: () => {
+      arrivals.clear()
+      count = 0
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve()))
+  }
+}
+
+const statusEvent = (orgId: string, i: number) =>
+  MonitorStatusEvent.make(orgId, {
+    monitorId: `mon_${i}`,
+    name: `bench ${i}`,
+    status: "down",
+    previousStatus: "up",
+    timestamp: new Date().toISOString()
+  })
+
+/** The bare baseline: one sequential poster per webhook, the same payloads, no database. */
+const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<string>>) => {
+  const post = (url: string, body: string) =>
+    new Promise<void>((resolve, reject) => {
+      const request = Http.request(url, {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
+      }, (response) => {
+        response.resume()
+        response.on("end", () => resolve())
+      })
+      request.on("error", reject)
+      request.end(body)
+    })
+  const started = performance.now()
+  await Promise.all(payloads.map(async (list, hook) => {
+    for (const body of list) await post(target(hook), body)
+  }))
+  return performance.now() - started
+}
+
+const main = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-webhooks-"))
+  Fs.chmodSync(dir, 0o755)
+  const pg = await Effect.runPromise(
+    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
+  )
+  const sqlContext = await Effect.runPromise(
+    Layer.buildWithScope(PgClient.layer({ url: Redacted.make(pg.url), maxConnections: 4 }), scope)
+  )
+  const sql = Context.get(sqlContext, SqlClient.SqlClient)
+  const receiver = await startReceiver()
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const canopy = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: dir,
+    OUTBOUND_ALLOW_PRIVATE: "true"
+  }, `${base}/readyz`)
+
+  try {
+    const call = (path: string, body: unknown, token = adminToken) =>
+      fetch(`${base}/api/v1${path}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body)
+      }).then(async (r) => {
+        if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`)
+        return r.json() as Promise<any>
+      })
+    const setUpOrgs = async (prefix: string, count: number, hook: (org: number) => Record<string, unknown>) => {
+      const orgIds: Array<string> = []
+      for (let i = 0; i < count; i++) {
+        const slug = `${prefix}-${i}`
+        const org = await call("/admin/orgs", { slug, name: slug, plan: "enterprise", requestsPerMinute: 1_000_000 })
+        await call(`/admin/orgs/${slug}/users`, {
+          username: `${slug}-owner`,
+          email: `${slug}@example.com`,
+          role: "owner"
+        })
+        const { key } = await call(`/admin/orgs/${slug}/keys`, { username: `${slug}-owner` })
+        for (let h = 0; h < HOOKS_PER_ORG; h++) await call("/webhooks", hook(i), key)
+        orgIds.push(org.id)
+      }
+      return orgIds
+    }
+
+    // --- phase 1: throughput and commit→receipt latency ------------------------------------
+    const orgIds = await setUpOrgs("bench", ORGS, (i) => ({
+      url: receiver.url(`/org/${i}`),
+      events: ["monitor.down"],
+      secret: "bench-secret"
+    }))
+    console.error(`[bench] ${ORGS} organizations × ${HOOKS_PER_ORG} webhooks; publishing ${EVENTS} events`)
+    const committedAt = new Array<number>(EVENTS)
+    const first = performance.now() + performance.timeOrigin
+    for (let start = 0; start < EVENTS; start += BATCH) {
+      const batch = Array.from({ length: Math.min(BATCH, EVENTS - start) }, (_, k) => start + k)
+      await Effect.runPromise(
+        publishAll(batch.map((i) => statusEvent(orgIds[i % ORGS], i))).pipe(
+          Effect.provideService(SqlClient.SqlClient, sql)
+        )
+      )
+      const at = performance.now() + performance.timeOrigin
+      for (const i of batch) committedAt[i] = at
+    }
+    const expected = EVENTS * HOOKS_PER_ORG
+    const deadline = Date.now() + 600_000
+    while (receiver.count() < expected && Date.now() < deadline) await sleep(100)
+    const latencies: Array<number> = []
+    let last = 0
+    for (let i = 0; i < EVENTS; i++) {
+      for (const at of receiver.arrivals.get(`mon_${i}`) ?? []) {
+        latencies.push(at - committedAt[i])
+        last = Math.max(last, at)
+      }
+    }
+    latencies.sort((a, b) => a - b)
+    if (process.env.DEBUG_PHASES) {
+      const [phases] = await Effect.runPromise(sql<any>`
+        SELECT extract(epoch FROM max(created_at) - min(created_at)) AS fanout_s,
+          extract(epoch FROM max(delivered_at) - min(delivered_at)) AS deliver_s,
+          percentile_disc(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) AS queue_p50
+        FROM webhook_deliveries`)
+      console.error("[bench] phases", phases, "first commit→last commit s", (committedAt[EVENTS - 1] - first) / 1000)
+    }
+    const canopySeconds = (last - first) / 1000
+    const canopyRate = latencies.length / canopySeconds
+
+    // --- phase 2: retry lateness ------------------------------------------------------------
+    const retryOrgs = await setUpOrgs("retry", RETRY_HOOKS, (i) => ({
+      url: receiver.url(`/fail-once/${i}`),
+      events: ["monitor.down"],
+      retryIntervalSeconds: RETRY_INTERVAL
+    }))
+    await Effect.runPromise(
+      publishAll(retryOrgs.map((orgId, i) => statusEvent(orgId, EVENTS + i))).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+    )
+    const retryRows = () =>
+      Effect.runPromise(sql<{ lateness: number }>`
+        SELECT (extract(epoch FROM a2.started_at - a1.started_at) * 1000 - ${RETRY_INTERVAL * 1000})::float8 AS lateness
+        FROM webhook_attempts a1 JOIN webhook_attempts a2 ON a2.delivery_seq = a1.delivery_seq AND a2.attempt = 2
+        WHERE a1.attempt = 1`)
+    const retryDeadline = Date.now() + 120_000
+    let lateness = await retryRows()
+    while (lateness.length < RETRY_HOOKS && Date.now() < retryDeadline) {
+      await sleep(500)
+      lateness = await retryRows()
+    }
+    const late = lateness.map((row) => row.lateness).sort((a, b) => a - b)
+
+    // --- baseline: a bare Node loop posting the same payloads --------------------------------
+    receiver.reset()
+    const payloads = Array.from({ length: ORGS * HOOKS_PER_ORG }, () => [] as Array<string>)
+    for (let i = 0; i < EVENTS; i++) {
+      for (let h = 0; h < HOOKS_PER_ORG; h++) {
+        payloads[(i % ORGS) * HOOKS_PER_ORG + h].push(JSON.stringify({
+          event: "monitor.down",
+          action: "down",
+          organization: { id: orgIds[i % ORGS], slug: `bench-${i % ORGS}` },
+          monitor: { id: `mon_${i}`, name: `bench ${i}`, status: "down", previousStatus: "up" },
+          timestamp: new Date().toISOString()
+        }))
+      }
+    }
+    const bareMs = await bareLoop((hook) => receiver.url(`/bare/${hook}`), payloads)
+    const bareRate = expected / (bareMs / 1000)
+
+    printTable([
+      {
+        run: "canopy",
+        deliveries: latencies.length,
+        "deliveries/s": canopyRate,
+        "commit→receipt p50 ms": percentile(latencies, 50),
+        "p99 ms": percentile(latencies, 99),
+        "retry lateness p99 ms": percentile(late, 99),
+        "retries measured": late.length
+      },
+      {
+        run: "bare node loop",
+        deliveries: expected,
+        "deliveries/s": bareRate,
+        "commit→receipt p50 ms": "-",
+        "p99 ms": "-",
+        "retry lateness p99 ms": "-",
+        "retries measured": "-"
+      }
+    ])
+    console.log(`\nratio canopy / bare loop: ${(canopyRate / bareRate).toFixed(2)}`)
+  } finally {
+    await stop(canopy)
+    await receiver.close()
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+main().catch((error) => {
+  console.error(error)
+  process.exitCode = 1
+})

@@ -1,0 +1,345 @@
+import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+import { NotFound } from "../../schemas/Errors.ts"
+import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
+import { makeId } from "../platform/Ids.ts"
+
+/** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
+export const WEBHOOKS_CHANNEL = "canopy_webhooks"
+
+export interface NewDelivery {
+  readonly webhookId: string
+  readonly event: string
+  /** The payload's JSON text. */
+  readonly payload: string
+  readonly redelivery: boolean
+}
+
+/** The head of a webhook's queue. */
+export interface QueuedDelivery {
+  readonly seq: number
+  readonly id: string
+  readonly event: string
+  readonly payload: string
+  readonly attempts: number
+  readonly dueAt: number
+}
+
+export interface AttemptRecord {
+  readonly seq: number
+  readonly attempt: number
+  readonly startedAt: Date
+  readonly durationMs: number
+  readonly request: { readonly headers: Readonly<Record<string, string>>; readonly body: string }
+  readonly response: {
+    readonly statusCode: number
+    readonly headers: Readonly<Record<string, string>>
+    readonly body: string
+  } | null
+  readonly error: string | null
+  /** The delivery's status after this attempt. */
+  readonly status: DeliveryStatus
+}
+
+interface DeliveryRow {
+  readonly seq: number | string
+  readonly id: string
+  readonly event: string
+  readonly status: DeliveryStatus
+  readonly attempts: number
+  readonly response_code: number | null
+  readonly duration_ms: number | null
+  readonly delivered_at: Date | null
+  readonly redelivery: boolean
+  readonly created_at: Date
+  readonly next_attempt_at: Date
+}
+
+type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
+  readonly seq: string | number
+  readonly due_at: string | number
+}
+
+const firstQueued = (rows: ReadonlyArray<QueuedRow>): Option.Option<QueuedDelivery> =>
+  rows.length === 0 ? Option.none() : Option.some({
+    seq: Number(rows[0].seq),
+    id: rows[0].id,
+    event: rows[0].event,
+    payload: rows[0].payload,
+    attempts: rows[0].attempts,
+    dueAt: Math.round(Number(rows[0].due_at))
+  })
+
+interface AttemptRow {
+  readonly attempt: number
+  readonly started_at: Date
+  readonly duration_ms: number
+  readonly request_headers: Record<string, string>
+  readonly request_body: string
+  readonly response_code: number | null
+  readonly response_headers: Record<string, string> | null
+  readonly response_body: string | null
+  readonly error: string | null
+}
+
+const toDelivery = (row: DeliveryRow): Delivery => ({
+  id: row.id,
+  event: row.event,
+  status: row.status,
+  responseCode: row.response_code,
+  durationMs: row.duration_ms,
+  attempt: row.attempts,
+  deliveredAt: row.delivered_at?.toISOString() ?? null,
+  redelivery: row.redelivery,
+  createdAt: row.created_at.toISOString(),
+  nextAttemptAt: row.status === "pending" ? row.next_attempt_at.toISOString() : null
+})
+
+const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
+  attempt: row.attempt,
+  startedAt: row.started_at.toISOString(),
+  durationMs: row.duration_ms,
+  request: { headers: row.request_headers, body: row.request_body },
+  response: row.response_code === null
+    ? null
+    : { statusCode: row.response_code, headers: row.response_headers ?? {}, body: row.response_body ?? "" },
+  error: row.error
+})
+
+const parseJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text)
+  } catch {
+    return text
+  }
+}
+
+export interface ListDeliveriesOptions {
+  readonly status?: DeliveryStatus | undefined
+  readonly limit?: number | undefined
+  readonly offset?: number | undefined
+}
+
+/**
+ * The delivery queue and log of every webhook (tables `webhook_deliveries`,
+ * `webhook_attempts`). A pending delivery is queued work; `next_attempt_at` is its durable
+ * timer. Only the webhook's entity claims and records attempts (see `Dispatcher`).
+ */
+export class Deliveries extends Context.Service<Deliveries, {
+  /**
+   * Queues deliveries due at `at` (ms) and wakes their webhooks' runners after commit
+   * (NOTIFY is transactional). Joins the caller's transaction.
+   */
+  enqueue(deliveries: ReadonlyArray<NewDelivery>, at: number): Effect.Effect<ReadonlyArray<Delivery>, SqlError>
+  /**
+   * Queues one delivery of `event` for every active webhook of `scope` subscribed to it (or
+   * to `*`), in one statement, and wakes their runners after commit; how many. Joins the
+   * caller's transaction (the fan-out consumer's). Reads `webhooks`: this is the hot path,
+   * one round trip per event.
+   */
+  enqueueForSubscribers(
+    scope: { readonly orgId: string; readonly repoId: string | null },
+    event: string,
+    payload: string,
+    at: number
+  ): Effect.Effect<number, SqlError>
+  /** The next delivery to attempt: the earliest due, in queue order. */
+  head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
+  /**
+   * Claims the next attempt of the head delivery if it is due at `now` and has attempts
+   * left (`delays.length` attempts in all), in one statement: `attempts + 1` is committed and
+   * the timer moved to `now + delays[attempts]` — when the retry after this attempt is due,
+   * should the runner die while sending. None when nothing is claimable (see `head`).
+   * `attempts` of the result is the claimed attempt's number.
+   */
+  claimNext(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
+  /** Logs an attempt and sets the delivery's status, in one statement. */
+  record(attempt: AttemptRecord): Effect.Effect<void>
+  /** Ends a delivery without another attempt (attempts exhausted while a runner died). */
+  fail(seq: number): Effect.Effect<void>
+  /** Fails every pending delivery of an inactive webhook. */
+  failPending(webhookId: string): Effect.Effect<void>
+  /** Webhooks with pending deliveries and their earliest due time (the sweep). */
+  pendingWebhooks(): Effect.Effect<ReadonlyArray<{ readonly webhookId: string; readonly dueAt: number }>>
+  list(webhookId: string, options?: ListDeliveriesOptions): Effect.Effect<DeliveryList>
+  get(webhookId: string, deliveryId: string): Effect.Effect<DeliveryDetail, NotFound>
+  /** The stored payload of a delivery (redeliver). */
+  payloadOf(webhookId: string, deliveryId: string): Effect.Effect<{ event: string; payload: string }, NotFound>
+  /** Deletes deliveries older than each organization's retention; returns how many. */
+  prune(retentionDays: Readonly<Record<string, number>>, now: number): Effect.Effect<number>
+}>()("canopy/webhooks/Deliveries") {
+  static readonly layer = Layer.effect(
+    Deliveries,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const notFound = (id: string) => new NotFound({ message: `Delivery '${id}' not found` })
+
+      const enqueue = Effect.fnUntraced(function*(deliveries: ReadonlyArray<NewDelivery>, at: number) {
+        if (deliveries.length === 0) return []
+        const iso = new Date(at).toISOString()
+        const rows = deliveries.map((delivery) => ({ ...delivery, id: makeId("delivery") }))
+        const inserted = yield* sql<DeliveryRow>`
+          INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
+          SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+            AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
+          RETURNING *`
+        const webhookIds = [...new Set(deliveries.map((delivery) => delivery.webhookId))]
+        yield* sql`
+          SELECT pg_notify(${WEBHOOKS_CHANNEL}, id)
+          FROM jsonb_array_elements_text(${JSON.stringify(webhookIds)}::jsonb) AS id`
+        return inserted.map(toDelivery)
+      })
+
+      const enqueueForSubscribers = Effect.fnUntraced(function*(
+        scope: { readonly orgId: string; readonly repoId: string | null },
+        event: string,
+        payload: string,
+        at: number
+      ) {
+        const iso = new Date(at).toISOString()
+        // Ids for up to 8 subscribers come from the app's generator; beyond (Enterprise has no
+        // cap) from Postgres' CSPRNG, as hex.
+        const ids = Array.from({ length: 8 }, () => makeId("delivery"))
+        const [row] = yield* sql<{ queued: number | string }>`
+          WITH hooks AS (
+            SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM webhooks
+            WHERE org_id = ${scope.orgId} AND repo_id IS NOT DISTINCT FROM ${scope.repoId} AND is_active
+              AND events && ARRAY[${event}, '*']::text[]
+          ), queued AS (
+            INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
+            SELECT coalesce(${JSON.stringify(ids)}::jsonb->>(n::int - 1),
+                'delivery_' || replace(gen_random_uuid()::text, '-', '')),
+              id, ${event}, ${payload}, ${iso}::timestamptz, ${iso}::timestamptz
+            FROM hooks ORDER BY n
+            RETURNING webhook_id
+          )
+          SELECT count(*) AS queued, count(pg_notify(${WEBHOOKS_CHANNEL}, webhook_id)) FROM queued`
+        return Number(row.queued)
+      })
+
+      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
+        sql<QueuedRow>`
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
+            next_attempt_at = ${new Date(now).toISOString()}::timestamptz
+              + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
+          FROM (
+            SELECT seq FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
+            ORDER BY next_attempt_at, seq LIMIT 1
+          ) AS head
+          WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
+            AND d.attempts < ${delays.length}
+          RETURNING d.seq, d.id, d.event, d.payload, d.attempts,
+            extract(epoch FROM d.next_attempt_at) * 1000 AS due_at`.pipe(
+          Effect.orDie,
+          // The claimed attempt is due now (the row's timer already points at the retry after it).
+          Effect.map((rows) => Option.map(firstQueued(rows), (claimed) => ({ ...claimed, dueAt: now })))
+        )
+
+      const head = (webhookId: string) =>
+        sql<QueuedRow>`
+          SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
+          FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
+          ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
+
+      const record = (attempt: AttemptRecord) => {
+        const startedAt = attempt.startedAt.toISOString()
+        return Effect.orDie(sql`
+          WITH logged AS (
+            INSERT INTO webhook_attempts (
+              delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
+              response_code, response_headers, response_body, error
+            ) VALUES (
+              ${attempt.seq}, ${attempt.attempt}, ${startedAt}::timestamptz, ${attempt.durationMs},
+              ${JSON.stringify(attempt.request.headers)}::jsonb, ${attempt.request.body},
+              ${attempt.response?.statusCode ?? null},
+              ${attempt.response === null ? null : JSON.stringify(attempt.response.headers)}::jsonb,
+              ${attempt.response?.body ?? null}, ${attempt.error}
+            ) ON CONFLICT DO NOTHING
+          )
+          UPDATE webhook_deliveries SET status = ${attempt.status},
+            response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
+            delivered_at = ${startedAt}::timestamptz
+          WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`)
+      }
+
+      const fail = (seq: number) =>
+        Effect.orDie(sql`UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'`)
+
+      const failPending = (webhookId: string) =>
+        Effect.orDie(sql`
+          UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = ${webhookId} AND status = 'pending'`)
+
+      const pendingWebhooks = () =>
+        sql<{ webhook_id: string; due_at: string | number }>`
+          SELECT webhook_id, extract(epoch FROM min(next_attempt_at)) * 1000 AS due_at
+          FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row) => ({ webhookId: row.webhook_id, dueAt: Number(row.due_at) })))
+        )
+
+      const list = Effect.fn("Deliveries.list")(function*(webhookId: string, options?: ListDeliveriesOptions) {
+        const limit = options?.limit ?? 50
+        const offset = options?.offset ?? 0
+        const filter = options?.status === undefined ? sql.literal("") : sql`AND status = ${options.status}`
+        const [rows, counted] = yield* Effect.all([
+          sql<DeliveryRow>`
+            SELECT * FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}
+            ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`,
+          sql<{ total: string | number }>`
+            SELECT count(*) AS total FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}`
+        ], { concurrency: 2 }).pipe(Effect.orDie)
+        return { deliveries: rows.map(toDelivery), count: Number(counted[0].total) }
+      })
+
+      const findRow = (webhookId: string, deliveryId: string) =>
+        sql<DeliveryRow & { payload: string }>`
+          SELECT * FROM webhook_deliveries WHERE id = ${deliveryId} AND webhook_id = ${webhookId}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(notFound(deliveryId)) : Effect.succeed(rows[0]))
+        )
+
+      const get = Effect.fn("Deliveries.get")(function*(webhookId: string, deliveryId: string) {
+        const row = yield* findRow(webhookId, deliveryId)
+        const attempts = yield* sql<AttemptRow>`
+          SELECT * FROM webhook_attempts WHERE delivery_seq = ${row.seq} ORDER BY attempt`.pipe(Effect.orDie)
+        return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt) }
+      })
+
+      const payloadOf = (webhookId: string, deliveryId: string) =>
+        Effect.map(findRow(webhookId, deliveryId), (row) => ({ event: row.event, payload: row.payload }))
+
+      const prune = Effect.fn("Deliveries.prune")(
+        function*(retentionDays: Readonly<Record<string, number>>, now: number) {
+          const plans = Object.entries(retentionDays).map(([plan, days]) => ({ plan, days }))
+          const rows = yield* sql<{ deleted: string | number }>`
+          WITH doomed AS (
+            DELETE FROM webhook_deliveries d USING webhooks w, organizations o,
+              jsonb_to_recordset(${JSON.stringify(plans)}::jsonb) AS r(plan text, days integer)
+            WHERE w.id = d.webhook_id AND o.id = w.org_id AND r.plan = o.plan
+              AND d.status <> 'pending'
+              AND d.created_at < ${new Date(now).toISOString()}::timestamptz - make_interval(days => r.days)
+            RETURNING 1
+          ) SELECT count(*) AS deleted FROM doomed`.pipe(Effect.orDie)
+          return Number(rows[0].deleted)
+        }
+      )
+
+      return Deliveries.of({
+        enqueue,
+        enqueueForSubscribers,
+        head,
+        claimNext,
+        record,
+        fail,
+        failPending,
+        pendingWebhooks,
+        list,
+        get,
+        payloadOf,
+        prune
+      })
+    })
+  )
+}

@@ -1,0 +1,158 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import pkg from "../../package.json" with { type: "json" }
+import { AppConfig } from "../platform/AppConfig.ts"
+import { Mailer } from "../platform/Mailer.ts"
+import { OutboundGuard } from "../platform/OutboundGuard.ts"
+import { Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
+import { LOG_BODY_BYTES, send } from "./Sender.ts"
+import { hubSignature, standardSignature } from "./Signature.ts"
+import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
+
+/** The spec's connection timeout. */
+export const DELIVERY_TIMEOUT_MS = 30_000
+
+export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
+
+/** The exact bytes and headers of one attempt (GUIDE §13). */
+export const buildRequest = (
+  target: Pick<WebhookTarget, "url" | "secret" | "contentType">,
+  delivery: Pick<QueuedDelivery, "id" | "event" | "payload">,
+  nowMs: number
+) => {
+  const body = Buffer.from(
+    target.contentType === "application/json" ? delivery.payload : `payload=${encodeURIComponent(delivery.payload)}`
+  )
+  const timestamp = Math.floor(nowMs / 1000)
+  const headers: Record<string, string> = {
+    "Content-Type": target.contentType,
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": delivery.event,
+    "X-Service-Delivery": delivery.id,
+    "webhook-id": delivery.id,
+    "webhook-timestamp": String(timestamp)
+  }
+  if (target.secret !== null) {
+    headers["X-Service-Signature"] = hubSignature(target.secret, body)
+    headers["webhook-signature"] = standardSignature(target.secret, delivery.id, timestamp, body)
+  }
+  return { url: target.url, headers, body }
+}
+
+const logText = (bytes: Buffer) => bytes.subarray(0, LOG_BODY_BYTES).toString("utf8")
+
+/**
+ * The delivery logic of one webhook, run by its entity (which owns the timing): attempts
+ * the due deliveries of its queue one at a time, earliest due first (new deliveries in event
+ * order), and says when the next one is due.
+ *
+ * Each attempt is claimed before it is sent (`Deliveries.claim` commits `attempts + 1` and
+ * moves the durable timer to when the retry after it would be due), so a runner that dies
+ * while sending neither repeats that attempt nor loses the retry: the next attempt happens
+ * at its scheduled time, on whichever runner then hosts the webhook.
+ */
+export class Dispatcher extends Context.Service<Dispatcher, {
+  /** Attempts every due delivery; the time (ms) the next one is due, or none when the queue is empty. */
+  deliverDue(webhookId: string): Effect.Effect<Option.Option<number>>
+}>()("canopy/webhooks/Dispatcher") {
+  static readonly layer = Layer.effect(
+    Dispatcher,
+    Effect.gen(function*() {
+      const webhooks = yield* Webhooks
+      const deliveries = yield* Deliveries
+      const guard = yield* OutboundGuard
+      const mailer = yield* Mailer
+      const config = yield* AppConfig
+      const timeoutMs = config.webhookTimeoutMs ?? DELIVERY_TIMEOUT_MS
+
+      const tellOwners = (target: WebhookTarget, owners: ReadonlyArray<string>) =>
+        owners.length === 0 ? Effect.void : mailer.send({
+          to: owners,
+          subject: "A Canopy webhook was disabled",
+          text: `Every delivery to ${target.url} (webhook ${target.id}) has failed for 5 days, so Canopy ` +
+            "has disabled it. Fix the receiver, then re-enable the webhook (PATCH isActive: true) and " +
+            "redeliver what it missed from its delivery log.\n\n" + config.baseUrl
+        }).pipe(
+          Effect.catchCause((cause) =>
+            Effect.logWarning("Webhook: disable notice not sent", cause).pipe(
+              Effect.annotateLogs({ webhookId: target.id })
+            )
+          )
+        )
+
+      /**
+       * Delays (ms) after each attempt: `delays[n]` follows attempt n + 1. The last entry
+       * follows the last attempt and only matters if the runner dies sending it: then the
+       * delivery is failed at that time.
+       */
+      const delaysOf = (target: WebhookTarget) => [
+        ...Array.from({ length: target.maxRetries }, (_, n) => retryDelayMs(n + 1, target.retryIntervalSeconds)),
+        timeoutMs + 60_000
+      ]
+
+      /** Sends a claimed attempt and logs it; the failure streak after it, or "disabled". */
+      const attempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
+        const number = claimed.attempts
+        const request = buildRequest(target, claimed, now)
+        const result = yield* send(guard, request, timeoutMs)
+        const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
+        yield* deliveries.record({
+          seq: claimed.seq,
+          attempt: number,
+          startedAt: new Date(now),
+          durationMs: result.durationMs,
+          request: { headers: request.headers, body: logText(request.body) },
+          response: result._tag === "Response"
+            ? { statusCode: result.statusCode, headers: result.headers, body: logText(result.body) }
+            : null,
+          error: result._tag === "Failed"
+            ? result.error
+            : ok
+            ? null
+            : `receiver answered ${result.statusCode}`,
+          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
+        })
+        if (ok && target.failingSince === null) return null
+        const finishedAt = yield* Clock.currentTimeMillis
+        const disabled = yield* webhooks.noteOutcome(target.id, {
+          ok,
+          at: new Date(finishedAt),
+          disableAfterMs: DISABLE_AFTER_MS
+        })
+        if (Option.isNone(disabled)) return ok ? null : target.failingSince ?? new Date(finishedAt)
+        yield* deliveries.failPending(target.id)
+        yield* tellOwners(target, disabled.value)
+        return "disabled" as const
+      })
+
+      const deliverDue = Effect.fn("Dispatcher.deliverDue")(function*(webhookId: string) {
+        const loaded = yield* webhooks.loadTarget(webhookId)
+        if (Option.isNone(loaded)) return Option.none<number>()
+        let target = loaded.value
+        if (!target.isActive) {
+          yield* deliveries.failPending(webhookId)
+          return Option.none<number>()
+        }
+        const delays = delaysOf(target)
+        while (true) {
+          const now = yield* Clock.currentTimeMillis
+          const claimed = yield* deliveries.claimNext(webhookId, now, delays)
+          if (Option.isSome(claimed)) {
+            const failingSince = yield* attempt(target, claimed.value, now)
+            if (failingSince === "disabled") return Option.none<number>()
+            target = { ...target, failingSince }
+            continue
+          }
+          // Nothing claimable: the queue is empty, its head not due yet, or out of attempts.
+          const head = yield* deliveries.head(webhookId)
+          if (Option.isNone(head)) return Option.none<number>()
+          if (head.value.dueAt > now) return Option.some(head.value.dueAt)
+          // A runner died during the last attempt: nothing is left to try.
+          yield* deliveries.fail(head.value.seq)
+        }
+      })
+
+      return Dispatcher.of({ deliverDue })
+    })
+  )
+}

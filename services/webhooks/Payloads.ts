@@ -1,0 +1,105 @@
+import { Option } from "effect"
+import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { organizationEvents } from "../../schemas/Webhooks.ts"
+import type { DomainEvent } from "../platform/Events.ts"
+
+/** The organization named in organization-webhook payloads. */
+export interface PayloadOrganization {
+  readonly id: string
+  readonly slug: string
+}
+
+/**
+ * One domain event as webhooks see it: the webhook event type, the repository it concerns
+ * (null: an organization event) and its payload, built once the organization is known.
+ */
+export interface WebhookEvent {
+  readonly event: string
+  readonly repoId: string | null
+  readonly payload: (organization: PayloadOrganization) => Record<string, unknown>
+}
+
+/** The domain event types the fan-out consumer reads. */
+export const sourceEventTypes: ReadonlyArray<string> = [
+  MonitorStatusEvent.type,
+  ...organizationEvents.filter((event) => !event.startsWith("monitor."))
+]
+
+const monitorEvent = (status: string, previousStatus: string): string | undefined => {
+  if (status === "down") return "monitor.down"
+  if (status === "degraded") return "monitor.degraded"
+  // A first "up" after creation or a resume is no recovery.
+  if (status === "up" && (previousStatus === "down" || previousStatus === "degraded")) return "monitor.up"
+  return undefined
+}
+
+/** The object key of organization events other than monitors (GUIDE §13: "its object"). */
+const objectKey = (event: string) =>
+  event.startsWith("incident.") ? "incident" : event.startsWith("observe.issue.") ? "issue" : "spike"
+
+const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
+
+/**
+ * Maps a domain event to the webhook event it triggers, if any:
+ * - `monitor.status` → `monitor.down` / `monitor.degraded` / `monitor.up` (a recovery from
+ *   down or degraded) with `{event, action, organization, monitor, timestamp}`;
+ * - `incident.*`, `observe.issue.*`, `observe.spike` (same names) with the event's data under
+ *   `incident`, `issue` or `spike`.
+ */
+export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> => {
+  const status = MonitorStatusEvent.match(event)
+  if (Option.isSome(status)) {
+    const data = status.value
+    const name = monitorEvent(data.status, data.previousStatus)
+    if (name === undefined) return Option.none()
+    return Option.some({
+      event: name,
+      repoId: null,
+      payload: (organization) => ({
+        event: name,
+        action: action(name),
+        organization,
+        monitor: { id: data.monitorId, name: data.name, status: data.status, previousStatus: data.previousStatus },
+        timestamp: data.timestamp
+      })
+    })
+  }
+  if ((organizationEvents as ReadonlyArray<string>).includes(event.type)) {
+    const data = (event.data ?? {}) as Record<string, unknown>
+    return Option.some({
+      event: event.type,
+      repoId: null,
+      payload: (organization) => ({
+        event: event.type,
+        action: action(event.type),
+        organization,
+        [objectKey(event.type)]: data,
+        timestamp: typeof data.timestamp === "string" ? data.timestamp : event.createdAt.toISOString()
+      })
+    })
+  }
+  return Option.none()
+}
+
+const zens = [
+  "Design for failure.",
+  "Keep it logically awesome.",
+  "Anything added dilutes everything else.",
+  "Approachable is better than simple.",
+  "Half measures are as bad as nothing at all."
+]
+
+/** The `ping` payload of `POST …/test` (GUIDE §13). */
+export const pingPayload = (
+  hookId: string,
+  organization: PayloadOrganization,
+  repository: unknown,
+  timestamp: string
+): Record<string, unknown> => ({
+  event: "ping",
+  hookId,
+  zen: zens[Math.floor(Math.random() * zens.length)],
+  organization,
+  ...(repository === null ? {} : { repository }),
+  timestamp
+})

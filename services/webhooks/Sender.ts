@@ -1,0 +1,118 @@
+import { Effect } from "effect"
+import * as Http from "node:http"
+import * as Https from "node:https"
+import { describeNetworkError } from "../monitoring/checks/network.ts"
+import type { OutboundGuardShape } from "../platform/OutboundGuard.ts"
+
+/** Request and response bodies kept in the delivery log. */
+export const LOG_BODY_BYTES = 64 * 1024
+
+export interface OutgoingRequest {
+  readonly url: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Buffer
+}
+
+/** What came back: a status (any), or why nothing usable did. */
+export type SendResult =
+  | {
+    readonly _tag: "Response"
+    readonly statusCode: number
+    readonly headers: Readonly<Record<string, string>>
+    /** The first `LOG_BODY_BYTES` of the body. */
+    readonly body: Buffer
+    readonly durationMs: number
+  }
+  | { readonly _tag: "Failed"; readonly error: string; readonly durationMs: number }
+
+const flatHeaders = (headers: Http.IncomingHttpHeaders): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(headers).flatMap(([key, value]) =>
+      value === undefined ? [] : [[key, Array.isArray(value) ? value.join(", ") : value]]
+    )
+  )
+
+/**
+ * Posts one webhook request: the host is resolved and SSRF-checked by the guard and the
+ * connection pinned to the checked addresses (no second DNS lookup, no redirects followed).
+ * The whole exchange — connect, TLS, response headers and the logged part of the body —
+ * must finish within `timeoutMs` (a real timer, whatever clock the caller runs with).
+ * Never fails: every problem is a `Failed` result with a short sentence.
+ */
+export const send = (
+  guard: OutboundGuardShape,
+  request: OutgoingRequest,
+  timeoutMs: number
+): Effect.Effect<SendResult> =>
+  Effect.gen(function*() {
+    const started = performance.now()
+    const elapsed = () => Math.round(performance.now() - started)
+    let url: URL
+    try {
+      url = new URL(request.url)
+    } catch {
+      return { _tag: "Failed", error: `invalid URL: ${request.url}`, durationMs: 0 } as const
+    }
+    const resolved = yield* Effect.result(guard.resolve(url.hostname))
+    if (resolved._tag === "Failure") {
+      return { _tag: "Failed", error: resolved.failure.message, durationMs: elapsed() } as const
+    }
+    const addresses = resolved.success
+    return yield* Effect.callback<SendResult>((resume) => {
+      let settled = false
+      let outgoing: Http.ClientRequest | undefined
+      const finish = (result: SendResult) => {
+        if (settled) return
+        settled = true
+        clearTimeout(timer)
+        outgoing?.destroy()
+        resume(Effect.succeed(result))
+      }
+      const failed = (error: unknown) =>
+        finish({ _tag: "Failed", error: describeNetworkError(error), durationMs: elapsed() })
+      const timer = setTimeout(
+        () => finish({ _tag: "Failed", error: `timed out after ${timeoutMs} ms`, durationMs: elapsed() }),
+        timeoutMs
+      )
+      const options: Https.RequestOptions = {
+        method: "POST",
+        headers: { ...request.headers, "Content-Length": String(request.body.length) },
+        lookup: guard.pinnedLookup(addresses),
+        agent: false
+      }
+      try {
+        outgoing = (url.protocol === "https:" ? Https : Http).request(url, options, (response) => {
+          const chunks: Array<Buffer> = []
+          let size = 0
+          const done = () =>
+            finish({
+              _tag: "Response",
+              statusCode: response.statusCode ?? 0,
+              headers: flatHeaders(response.headers),
+              body: Buffer.concat(chunks),
+              durationMs: elapsed()
+            })
+          response.on("data", (chunk: Buffer) => {
+            const room = LOG_BODY_BYTES - size
+            chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk)
+            size += Math.min(chunk.length, room)
+            // The status is what counts: stop reading once the logged part is in.
+            if (size >= LOG_BODY_BYTES) done()
+          })
+          response.on("end", done)
+          response.on("error", failed)
+          response.on("aborted", done)
+        })
+      } catch (error) {
+        failed(error)
+        return
+      }
+      outgoing.on("error", failed)
+      outgoing.end(request.body)
+      return Effect.sync(() => {
+        settled = true
+        clearTimeout(timer)
+        outgoing?.destroy()
+      })
+    })
+  })
