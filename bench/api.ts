@@ -6,46 +6,19 @@
  * Env: DURATION (default 10), CONNECTIONS (default 50).
  */
 import { NodeCrypto } from "@effect/platform-node"
-import { Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Effect, Layer, Redacted } from "effect"
 import { SingleRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { Database } from "../services/platform/Database.ts"
-import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { RequestQuota } from "../src/http/RequestQuota.ts"
-import { freePort, load, percentile, printTable, startProcess, stop } from "./support.ts"
+import { freePort, load, percentile, printTable, startCanopyOnEmbeddedPostgres, startProcess, stop } from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
 const connections = Number(process.env.CONNECTIONS ?? 50)
-const adminToken = "adm_bench_token"
 
 const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
-  Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(
-    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
-  )
-
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const canopy = await startProcess("src/main.ts", {
-    DATABASE_URL: pg.url,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dir
-  }, `${base}/readyz`)
-
-  const admin = (path: string, body: unknown) =>
-    fetch(`${base}/api/v1/admin${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify(body)
-    }).then((r) => r.json() as Promise<any>)
+  const { admin, base, canopy, close, pg } = await startCanopyOnEmbeddedPostgres()
   // Enterprise, with the per-organization quota raised so the run measures answered requests.
   await admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
   await admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
@@ -106,8 +79,7 @@ const main = async () => {
     )
   ))
 
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  Fs.rmSync(dir, { recursive: true, force: true })
+  await close()
 
   console.log(`\nGET /api/v1/me, ${connections} connections, ${seconds} s each, autocannon on loopback\n`)
   const row = (server: string, result: typeof canopyResult) => ({

@@ -19,20 +19,17 @@
  * SINGLE_CONNECTIONS (default 64), RAW_CONNECTIONS (default = BATCH_CONNECTIONS).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Http from "node:http"
-import * as Os from "node:os"
 import * as Path from "node:path"
-import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { freePort, percentile, printTable, startProcess, stop } from "./support.ts"
+import { percentile, printTable, startCanopyOnEmbeddedPostgres, stop } from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
 const batchConnections = Number(process.env.BATCH_CONNECTIONS ?? 4)
 const singleConnections = Number(process.env.SINGLE_CONNECTIONS ?? 64)
 const rawConnections = Number(process.env.RAW_CONNECTIONS ?? batchConnections)
-const adminToken = "adm_bench_token"
 
 // ---------------------------------------------------------------------------
 // Realistic events
@@ -242,35 +239,13 @@ const storedCount = (databaseUrl: string) =>
 // ---------------------------------------------------------------------------
 
 const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
-  Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(
-    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
-  )
-
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const canopy = await startProcess("src/main.ts", {
-    DATABASE_URL: pg.url,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dir
-  }, `${base}/readyz`)
-  const admin = (path: string, body: unknown) =>
-    fetch(`${base}/api/v1/admin${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify(body)
-    }).then((r) => r.json() as Promise<any>)
+  const { admin, base, canopy, close, pg, pgDir } = await startCanopyOnEmbeddedPostgres()
   await admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
   await admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
   const { key } = await admin("/orgs/bench/keys", { username: "bench" })
   const ingestUrl = `${base}/api/v1/observe/ingest`
 
   await drive(ingestUrl, key, batchConnections, 100, 2) // warm-up (JIT, entity activation, issues)
-  const pgDir = Path.join(dir, "pg")
   const batched = await measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, batchConnections, 100, seconds))
   const single = await measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, singleConnections, 1, seconds))
   const warmAcknowledged = await storedCount(pg.url) - batched.acknowledged - single.acknowledged
@@ -278,8 +253,7 @@ const main = async () => {
   const stored = await storedCount(pg.url) - warmAcknowledged
 
   const raw = await rawInserts(pg.url, pgDir, rawConnections, seconds)
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  Fs.rmSync(dir, { recursive: true, force: true })
+  await close()
 
   console.log(`\nObserve ingestion, ${seconds} s per phase, load generator on loopback (2-core machine)\n`)
   const perEvent = (cpuMs: number, events: number) => events === 0 ? 0 : (cpuMs * 1000) / events

@@ -7,18 +7,22 @@
  * (`X-Forwarded-For`), as a status page's visitors do, so the per-IP limits do not cut in.
  * Env: DURATION (seconds per endpoint, default 5), CONNECTIONS (default 20).
  */
-import { Effect, Exit, Redacted, Scope } from "effect"
+import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { Database } from "../services/platform/Database.ts"
-import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { freePort, load, type LoadResult, printTable, startProcess, stop } from "./support.ts"
+import {
+  benchAdminToken,
+  freePort,
+  load,
+  type LoadResult,
+  printTable,
+  startCanopyOnEmbeddedPostgres,
+  startProcess,
+  stop
+} from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 5)
 const connections = Number(process.env.CONNECTIONS ?? 20)
-const adminToken = "adm_bench_token"
 const MONITORS = 50
 const COMPONENTS = 10
 const INCIDENTS = 100
@@ -26,25 +30,9 @@ const INCIDENTS = 100
 const loadFromManyClients = (url: string) => load(url, { seconds, connections, manyClients: true })
 
 const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
-  Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(
-    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
-  )
+  const { base, canopy, close, pg } = await startCanopyOnEmbeddedPostgres({ TRUSTED_PROXIES: "127.0.0.1" })
 
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const canopy = await startProcess("src/main.ts", {
-    DATABASE_URL: pg.url,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dir,
-    TRUSTED_PROXIES: "127.0.0.1"
-  }, `${base}/readyz`)
-
-  const api = (path: string, body: unknown, token = adminToken) =>
+  const api = (path: string, body: unknown, token = benchAdminToken) =>
     fetch(`${base}/api/v1${path}`, {
       method: "POST",
       headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -116,8 +104,7 @@ const main = async () => {
   await loadFromManyClients(`http://127.0.0.1:${barePort}/`)
   const bareResult = await loadFromManyClients(`http://127.0.0.1:${barePort}/`)
   await stop(bare)
-  await Effect.runPromise(Scope.close(scope, Exit.void))
-  Fs.rmSync(dir, { recursive: true, force: true })
+  await close()
 
   console.log(
     `\n${MONITORS} monitors (30 days of rollups), ${COMPONENTS} components, ${INCIDENTS} incidents; ` +

@@ -1,6 +1,10 @@
 import autocannon from "autocannon"
+import { Effect, Exit, Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { freePort } from "../services/platform/EmbeddedPostgres.ts"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { freePort, startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 
 export interface LoadResult {
   readonly requestsPerSecond: number
@@ -68,7 +72,7 @@ export const startProcess = async (entry: string, env: Record<string, string>, r
 
 export const stop = (child: ChildProcess) =>
   new Promise<void>((resolve) => {
-    if (child.exitCode !== null) return resolve()
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
     child.once("exit", () => resolve())
     child.kill("SIGTERM")
   })
@@ -88,4 +92,42 @@ export const printTable = (rows: ReadonlyArray<Record<string, string | number>>)
   console.log(line(columns))
   console.log(line(widths.map((width) => "-".repeat(width))))
   for (const row of rows) console.log(line(columns.map((column) => String(cell(row[column])))))
+}
+
+/** The admin token benchmarks start Canopy with. */
+export const benchAdminToken = "adm_bench_token"
+
+/**
+ * Embedded Postgres in a fresh folder and Canopy (`src/main.ts`) on it as a child process,
+ * with an admin client; `close` stops both and removes the folder.
+ */
+export const startCanopyOnEmbeddedPostgres = async (env: Record<string, string> = {}) => {
+  const scope = Effect.runSync(Scope.make())
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
+  Fs.chmodSync(dir, 0o755)
+  const pgDir = Path.join(dir, "pg")
+  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: pgDir }).pipe(Scope.provide(scope)))
+  const port = await freePort()
+  const base = `http://127.0.0.1:${port}`
+  const canopy = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: benchAdminToken,
+    DATA_DIR: dir,
+    ...env
+  }, `${base}/readyz`)
+  /** POST to the admin API; the parsed JSON answer. */
+  const admin = (path: string, body: unknown) =>
+    fetch(`${base}/api/v1/admin${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${benchAdminToken}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then((r) => r.json() as Promise<any>)
+  const close = async () => {
+    await stop(canopy)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    Fs.rmSync(dir, { recursive: true, force: true })
+  }
+  return { scope, dir, pgDir, pg, base, canopy, admin, close }
 }
