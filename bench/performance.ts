@@ -23,7 +23,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { Performance, type SpanInput } from "../services/observe/Performance.ts"
 import { type Frame, SourceMaps } from "../services/observe/SourceMaps.ts"
-import { BlobStore } from "../services/platform/BlobStore.ts"
+import { layerFolder } from "../services/platform/BlobStoreFolder.ts"
 import { Database } from "../services/platform/Database.ts"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { percentile, printTable } from "./support.ts"
@@ -246,7 +246,7 @@ const run = async () => {
     await Effect.runPromise(main.pipe(
       Effect.provide(
         Layer.mergeAll(Performance.layer, SourceMaps.layer).pipe(
-          Layer.provideMerge(BlobStore.layerFolder(Path.join(dir, "blobs"))),
+          Layer.provideMerge(layerFolder(Path.join(dir, "blobs"))),
           Layer.provideMerge(Database.layer(Redacted.make(pg.url)))
         )
       )

@@ -1,15 +1,16 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import * as Path from "node:path"
 import type { AppConfigShape } from "../services/platform/AppConfig.ts"
-import { BlobStore } from "../services/platform/BlobStore.ts"
+import { layerFolder } from "../services/platform/BlobStoreFolder.ts"
+import { layerS3 } from "../services/platform/BlobStoreS3.ts"
 import { Crypto, loadOrCreateMasterKey } from "../services/platform/Crypto.ts"
 import { Mailer } from "../services/platform/Mailer.ts"
 
 /** Object storage: S3 when configured, else `DATA_DIR/blobs`. */
 export const BlobStoreLive = (config: AppConfigShape) =>
   Option.match(config.s3, {
-    onSome: (s3) => BlobStore.layerS3(s3),
-    onNone: () => BlobStore.layerFolder(Path.resolve(config.dataDir, "blobs"))
+    onSome: (s3) => layerS3(s3),
+    onNone: () => layerFolder(Path.resolve(config.dataDir, "blobs"))
   })
 
 /** Outgoing mail: SMTP when configured, else `.eml` files in `DATA_DIR/outbox`. */

@@ -5,6 +5,8 @@ import * as FsP from "node:fs/promises"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { BlobNotFound, BlobStore, BlobStoreError } from "../../services/platform/BlobStore.ts"
+import { layerFolder } from "../../services/platform/BlobStoreFolder.ts"
+import { layerS3 } from "../../services/platform/BlobStoreS3.ts"
 import { BUCKET, startS3rver } from "../support/s3rver.ts"
 
 const MiB = 1024 * 1024
@@ -220,10 +222,10 @@ const blobStoreContract = <R>(
 // --- Folder store ---------------------------------------------------------------
 
 blobStoreContract(
-  "BlobStore.layerFolder",
+  "BlobStoreFolder.layerFolder",
   () =>
     Layer.unwrap(Effect.gen(function*() {
-      return BlobStore.layerFolder(Path.join(yield* TestDir, "store"))
+      return layerFolder(Path.join(yield* TestDir, "store"))
     })).pipe(
       Layer.provideMerge(TestDir.layer)
     ),
@@ -284,7 +286,7 @@ blobStoreContract(
 
 const s3rverLayer = Layer.unwrap(Effect.gen(function*() {
   const { port } = yield* startS3rver(yield* TestDir).pipe(Effect.orDie)
-  return BlobStore.layerS3({
+  return layerS3({
     endpoint: `http://127.0.0.1:${port}`,
     bucket: BUCKET,
     region: "us-east-1",
@@ -297,7 +299,7 @@ const s3rverLayer = Layer.unwrap(Effect.gen(function*() {
   })
 })).pipe(Layer.provide(TestDir.layer))
 
-blobStoreContract("BlobStore.layerS3 (s3rver)", () => s3rverLayer, (it) => {
+blobStoreContract("BlobStoreS3.layerS3 (s3rver)", () => s3rverLayer, (it) => {
   it.effect("a presigned GET URL serves the bytes", () =>
     Effect.gen(function*() {
       const store = yield* BlobStore
@@ -339,11 +341,11 @@ blobStoreContract("BlobStore.layerS3 (s3rver)", () => s3rverLayer, (it) => {
     }))
 })
 
-describe("BlobStore.layerS3 configuration", () => {
+describe("BlobStoreS3.layerS3 configuration", () => {
   it.effect("rejects a part size below the S3 minimum", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(
-        Layer.build(BlobStore.layerS3({ bucket: "b", region: "us-east-1", partSizeBytes: 1024 }))
+        Layer.build(layerS3({ bucket: "b", region: "us-east-1", partSizeBytes: 1024 }))
       )
       expect(error).toBeInstanceOf(BlobStoreError)
     }).pipe(Effect.scoped))
