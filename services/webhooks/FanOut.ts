@@ -5,7 +5,7 @@ import type { Conflict, NotFound } from "../../schemas/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
 import { Deliveries } from "./Deliveries.ts"
-import { type PayloadOrganization, pingPayload, toWebhookEvent } from "./Payloads.ts"
+import { type PayloadOrganization, type PayloadRepository, pingPayload, toWebhookEvent } from "./Payloads.ts"
 import { Webhooks, type WebhookScope } from "./Webhooks.ts"
 
 /**
@@ -16,8 +16,12 @@ import { Webhooks, type WebhookScope } from "./Webhooks.ts"
 export class FanOut extends Context.Service<FanOut, {
   /** Queues the event's deliveries in the caller's transaction (the consumer's). */
   handle(event: DomainEvent): Effect.Effect<number, SqlError>
-  /** `POST …/test`: a `ping` delivery, whatever the subscription. */
-  ping(scope: WebhookScope, webhookId: string): Effect.Effect<Delivery, NotFound | Conflict>
+  /** `POST …/test`: a `ping` delivery, whatever the subscription; `repository` for a repository's webhook. */
+  ping(
+    scope: WebhookScope,
+    webhookId: string,
+    repository?: PayloadRepository
+  ): Effect.Effect<Delivery, NotFound | Conflict>
   /** `POST …/deliveries/{id}/redeliver`: a new delivery of the same payload, `redelivery: true`. */
   redeliver(scope: WebhookScope, webhookId: string, deliveryId: string): Effect.Effect<Delivery, NotFound | Conflict>
 }>()("canopy/webhooks/FanOut") {
@@ -57,11 +61,15 @@ export class FanOut extends Context.Service<FanOut, {
           return delivery
         })
 
-      const ping = Effect.fn("FanOut.ping")(function*(scope: WebhookScope, webhookId: string) {
+      const ping = Effect.fn("FanOut.ping")(function*(
+        scope: WebhookScope,
+        webhookId: string,
+        repository?: PayloadRepository
+      ) {
         yield* webhooks.requireActive(scope, webhookId)
         const now = yield* Clock.currentTimeMillis
         const org = yield* organization(scope.orgId).pipe(Effect.orDie)
-        const payload = pingPayload(webhookId, org, null, new Date(now).toISOString())
+        const payload = pingPayload(webhookId, org, repository ?? null, new Date(now).toISOString())
         return yield* queueOne(webhookId, PING_EVENT, JSON.stringify(payload), false)
       })
 

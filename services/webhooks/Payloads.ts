@@ -1,5 +1,6 @@
 import { Option } from "effect"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
 import { organizationEvents } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
 
@@ -7,6 +8,13 @@ import type { DomainEvent } from "../platform/Events.ts"
 export interface PayloadOrganization {
   readonly id: string
   readonly slug: string
+}
+
+/** The repository named in repository-webhook payloads (spec 001 push payload). */
+export interface PayloadRepository {
+  readonly id: string
+  readonly name: string
+  readonly fullName: string
 }
 
 /**
@@ -22,6 +30,9 @@ export interface WebhookEvent {
 /** The domain event types the fan-out consumer reads. */
 export const sourceEventTypes: ReadonlyArray<string> = [
   MonitorStatusEvent.type,
+  PushEvent.type,
+  CreateEvent.type,
+  DeleteEvent.type,
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 
@@ -44,9 +55,24 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  * - `monitor.status` → `monitor.down` / `monitor.degraded` / `monitor.up` (a recovery from
  *   down or degraded) with `{event, action, organization, monitor, timestamp}`;
  * - `incident.*`, `observe.issue.*`, `observe.spike` (same names) with the event's data under
- *   `incident`, `issue` or `spike`.
+ *   `incident`, `issue` or `spike`;
+ * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
+ *   `commits`, `timestamp`), `create` and `delete` with `ref`, `refType` and `sha` instead of
+ *   the push fields, to the repository's webhooks.
  */
 export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> => {
+  const refEvent = Option.orElse(
+    PushEvent.match(event),
+    () => Option.orElse(CreateEvent.match(event), () => DeleteEvent.match(event))
+  )
+  if (Option.isSome(refEvent)) {
+    const data = refEvent.value
+    return Option.some({
+      event: event.type,
+      repoId: data.repository.id,
+      payload: () => ({ event: event.type, ...data })
+    })
+  }
   const status = MonitorStatusEvent.match(event)
   if (Option.isSome(status)) {
     const data = status.value
@@ -93,7 +119,7 @@ const zens = [
 export const pingPayload = (
   hookId: string,
   organization: PayloadOrganization,
-  repository: unknown,
+  repository: PayloadRepository | null,
   timestamp: string
 ): Record<string, unknown> => ({
   event: "ping",

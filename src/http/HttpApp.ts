@@ -18,7 +18,7 @@ import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
 import { SubscriptionsHandlers } from "./handlers/Subscriptions.ts"
 import { SystemHandlers } from "./handlers/System.ts"
-import { WebhooksHandlers } from "./handlers/Webhooks.ts"
+import { RepoWebhooksHandlers, WebhooksHandlers } from "./handlers/Webhooks.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
 import { StatusAssets } from "./pages/Assets.ts"
 import { StatusPages } from "./pages/StatusPage.ts"
@@ -37,7 +37,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([ObserveHandlers]),
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide(RepositoriesHandlers),
-  Layer.provide(WebhooksHandlers),
+  Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

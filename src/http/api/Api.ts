@@ -14,7 +14,7 @@ import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SubscriptionsApi } from "./Subscriptions.ts"
 import { SystemApi } from "./System.ts"
-import { WebhooksApi } from "./Webhooks.ts"
+import { RepoWebhooksApi, WebhooksApi } from "./Webhooks.ts"
 
 /** Every endpoint group; one `.add` per area. */
 const Endpoints = HttpApi.make("canopy")
@@ -32,6 +32,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(SubscriptionsApi)
   .add(RepositoriesApi)
   .add(WebhooksApi)
+  .add(RepoWebhooksApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

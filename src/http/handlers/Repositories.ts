@@ -7,7 +7,7 @@ import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 
 /** The caller's organization id, provided the path names it; another organization is a 404. */
-const ownOrg = (params: { readonly org: string; readonly repo: string }) =>
+export const ownOrg = (params: { readonly org: string; readonly repo: string }) =>
   Effect.flatMap(CurrentPrincipal, (principal) =>
     principal.org.slug === params.org
       ? Effect.succeed(principal.org.id)
