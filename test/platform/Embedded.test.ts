@@ -8,11 +8,17 @@ import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { request } from "../support/app.ts"
 import { startRunner } from "../support/processes.ts"
 
-const waitForExit = (child: import("node:child_process").ChildProcess) =>
+/** The child's exit code; fails with its output if it has not exited within 60 s. */
+const waitForExit = (child: import("node:child_process").ChildProcess, output: () => string) =>
   Effect.callback<number | null>((resume) => {
-    if (child.exitCode !== null) return resume(Effect.succeed(child.exitCode))
+    if (child.exitCode !== null || child.signalCode !== null) return resume(Effect.succeed(child.exitCode))
     child.once("exit", (code) => resume(Effect.succeed(code)))
-  })
+  }).pipe(
+    Effect.timeoutOrElse({
+      duration: "60 seconds",
+      orElse: () => Effect.die(new Error(`process ${child.pid} did not exit:\n${output()}`))
+    })
+  )
 
 /** `npm start` with no DATABASE_URL: embedded Postgres in DATA_DIR, clean stop, data kept. */
 describe("embedded mode", () => {
@@ -39,14 +45,20 @@ describe("embedded mode", () => {
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(true)
 
         // A second start on the same DATA_DIR says so in one sentence and exits, leaving the first alone.
-        const second = spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
-          env: { ...process.env, ...env, PORT: String(yield* Effect.promise(freePort)), HOST: "127.0.0.1" },
-          stdio: ["ignore", "pipe", "pipe"]
-        })
+        const port = yield* Effect.promise(freePort)
+        const second = yield* Effect.acquireRelease(
+          Effect.sync(() =>
+            spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
+              env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
+              stdio: ["ignore", "pipe", "pipe"]
+            })
+          ),
+          (child) => Effect.sync(() => child.exitCode === null && child.signalCode === null && child.kill("SIGKILL"))
+        )
         let secondOutput = ""
         second.stdout!.on("data", (chunk) => secondOutput += chunk)
         second.stderr!.on("data", (chunk) => secondOutput += chunk)
-        expect(yield* waitForExit(second)).toBe(1)
+        expect(yield* waitForExit(second, () => secondOutput)).toBe(1)
         expect(secondOutput).toContain(
           `Canopy could not start: The data directory ${Path.join(dataDir, "pg")} is in use`
         )
@@ -55,7 +67,7 @@ describe("embedded mode", () => {
 
         first.child.kill("SIGTERM")
         // Interrupted by a signal, the runtime exits 128 + signal number after its finalizers ran.
-        expect([0, 130, 143]).toContain(yield* waitForExit(first.child))
+        expect([0, 130, 143]).toContain(yield* waitForExit(first.child, first.output))
         // A clean shutdown removes the postmaster lock file.
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
 
@@ -64,7 +76,7 @@ describe("embedded mode", () => {
         const orgs = yield* request(`${restarted.baseUrl}/api/v1/admin/orgs`, { token })
         expect(orgs.body.orgs.map((org: any) => org.slug)).toEqual(["kept"])
         restarted.child.kill("SIGINT")
-        expect([0, 130, 143]).toContain(yield* waitForExit(restarted.child))
+        expect([0, 130, 143]).toContain(yield* waitForExit(restarted.child, restarted.output))
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
       }).pipe(Effect.scoped),
     { timeout: 120_000 }

@@ -21,36 +21,16 @@ export interface RunnerProcess {
 export const startRunner = (databaseUrl: string, env?: Record<string, string>) =>
   Effect.acquireRelease(
     Effect.promise(async (): Promise<RunnerProcess> => {
-      const [port, runnerPort] = [await freePort(), await freePort()]
       const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-runner-"))
-      // Run node itself (not the tsx wrapper) so a kill reaches the runner, not a parent.
-      const child = spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
-        env: {
-          ...process.env,
-          DATABASE_URL: databaseUrl,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
-          ADMIN_TOKEN: adminToken,
-          DATA_DIR: dataDir,
-          OUTBOUND_ALLOW_PRIVATE: "true",
-          ...env
-        },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      let output = ""
-      child.stdout!.on("data", (chunk) => output += chunk)
-      child.stderr!.on("data", (chunk) => output += chunk)
-      const baseUrl = `http://127.0.0.1:${port}`
-      const deadline = Date.now() + 60_000
-      while (Date.now() < deadline) {
-        if (child.exitCode !== null) throw new Error(`runner exited early:\n${output}`)
-        const ready = await fetch(`${baseUrl}/readyz`).then((r) => r.ok, () => false)
-        if (ready) return { baseUrl, runnerAddress: `127.0.0.1:${runnerPort}`, child, dataDir, output: () => output }
-        await new Promise((resolve) => setTimeout(resolve, 250))
+      // A port picked here is free only until someone binds it: in embedded mode the runner's
+      // own Postgres (which also picks a free port) can take it first. Then the runner exits
+      // with EADDRINUSE and is started again on other ports.
+      for (let attempt = 1;; attempt++) {
+        const started = await spawnRunner(databaseUrl, dataDir, env)
+        if (started.ready) return started.runner
+        const retry = attempt < 3 && /EADDRINUSE|Address already in use/.test(started.runner.output())
+        if (!retry) throw new Error(`runner did not become ready:\n${started.runner.output()}`)
       }
-      child.kill("SIGKILL")
-      throw new Error(`runner did not become ready:\n${output}`)
     }),
     (runner) =>
       Effect.callback<void>((resume) => {
@@ -64,3 +44,49 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
         runner.child.kill("SIGKILL")
       })
   )
+
+const spawnRunner = async (databaseUrl: string, dataDir: string, env: Record<string, string> | undefined) => {
+  const [port, runnerPort] = [await freePort(), await freePort()]
+  // Run node itself (not the tsx wrapper) so a kill reaches the runner, not a parent.
+  const child = spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
+    env: {
+      ...process.env,
+      DATABASE_URL: databaseUrl,
+      PORT: String(port),
+      HOST: "127.0.0.1",
+      RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
+      ADMIN_TOKEN: adminToken,
+      DATA_DIR: dataDir,
+      OUTBOUND_ALLOW_PRIVATE: "true",
+      ...env
+    },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let output = ""
+  child.stdout!.on("data", (chunk) => output += chunk)
+  child.stderr!.on("data", (chunk) => output += chunk)
+  const baseUrl = `http://127.0.0.1:${port}`
+  const runner: RunnerProcess = {
+    baseUrl,
+    runnerAddress: `127.0.0.1:${runnerPort}`,
+    child,
+    dataDir,
+    output: () => output
+  }
+  const exited = () => child.exitCode !== null || child.signalCode !== null
+  const deadline = Date.now() + 60_000
+  while (Date.now() < deadline && !exited()) {
+    // Bounded: whatever else answers on that port (say a Postgres that took it) must not hang the wait.
+    const ready = await fetch(`${baseUrl}/readyz`, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false
+    )
+    if (ready) return { ready: true, runner } as const
+    await new Promise((resolve) => setTimeout(resolve, 250))
+  }
+  if (!exited()) {
+    child.kill("SIGKILL")
+    await new Promise((resolve) => child.once("exit", resolve))
+  }
+  return { ready: false, runner } as const
+}
