@@ -16,17 +16,13 @@
  * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
  */
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
+import { Context, Effect, Layer, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { MonitorStatusEvent } from "../schemas/Monitoring.ts"
-import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { publishAll } from "../services/platform/Events.ts"
-import { freePort, percentile, printTable, startProcess, stop } from "./support.ts"
+import { benchAdminToken, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
 
 const env = (name: string, fallback: number) => {
   const value = process.env[name]
@@ -38,7 +34,6 @@ const HOOKS_PER_ORG = env("HOOKS_PER_ORG", 1)
 const BATCH = env("BATCH", 100)
 const RETRY_HOOKS = env("RETRY_HOOKS", 50)
 const RETRY_INTERVAL = 10
-const adminToken = "adm_bench_webhooks"
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -111,30 +106,15 @@ const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<
 }
 
 const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-webhooks-"))
-  Fs.chmodSync(dir, 0o755)
-  const pg = await Effect.runPromise(
-    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
-  )
+  const receiver = await startReceiver()
+  const { base, close, pg, scope } = await startCanopyOnEmbeddedPostgres({ OUTBOUND_ALLOW_PRIVATE: "true" })
   const sqlContext = await Effect.runPromise(
     Layer.buildWithScope(PgClient.layer({ url: Redacted.make(pg.url), maxConnections: 4 }), scope)
   )
   const sql = Context.get(sqlContext, SqlClient.SqlClient)
-  const receiver = await startReceiver()
-  const port = await freePort()
-  const base = `http://127.0.0.1:${port}`
-  const canopy = await startProcess("src/main.ts", {
-    DATABASE_URL: pg.url,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: dir,
-    OUTBOUND_ALLOW_PRIVATE: "true"
-  }, `${base}/readyz`)
 
   try {
-    const call = (path: string, body: unknown, token = adminToken) =>
+    const call = (path: string, body: unknown, token = benchAdminToken) =>
       fetch(`${base}/api/v1${path}`, {
         method: "POST",
         headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
@@ -265,10 +245,8 @@ const main = async () => {
     ])
     console.log(`\nratio canopy / bare loop: ${(canopyRate / bareRate).toFixed(2)}`)
   } finally {
-    await stop(canopy)
+    await close()
     await receiver.close()
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    Fs.rmSync(dir, { recursive: true, force: true })
   }
 }
 

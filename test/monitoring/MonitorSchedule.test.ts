@@ -17,7 +17,7 @@ import { Monitor } from "../../src/entities/Monitor.ts"
 import { MonitorSchedulingLive } from "../../src/entities/MonitorScheduling.ts"
 import { testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
-import { eventually as eventuallyIn, realSleep } from "../support/wait.ts"
+import { eventuallySettled as eventually, stays } from "../support/wait.ts"
 
 /**
  * The monitor entity's schedule under TestClock: the real entity (effect/cluster
@@ -63,19 +63,6 @@ const startTarget = Effect.acquireRelease(
       server.close(() => resume(Effect.void))
     })
 ).pipe(Effect.map(({ target }) => target))
-
-// --- real-time helpers (the TestClock does not move by itself) ---------------------------
-
-/** The schedule tests poll fast and let the loop settle before the TestClock moves on. */
-const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  eventuallyIn(label, read, done, { timeoutMs: 10_000, pollMs: 25, settleMs: 150 })
-
-/** Checks that `read` still satisfies `same` after a real-time pause (nothing happened). */
-const stays = <A, E, R>(read: Effect.Effect<A, E, R>, same: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    yield* realSleep(400)
-    expect(same(yield* read)).toBe(true)
-  })
 
 // --- the system under test --------------------------------------------------------------
 

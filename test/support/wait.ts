@@ -28,3 +28,17 @@ export const eventually = <A, E, R>(
       yield* realSleep(options?.pollMs ?? 100)
     }
   })
+
+/**
+ * For TestClock tests: polls fast and, once `done` holds, lets the loop under test settle
+ * (register its next sleep) before the test moves the clock again.
+ */
+export const eventuallySettled = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
+  eventually(label, read, done, { timeoutMs: 15_000, pollMs: 25, settleMs: 150 })
+
+/** For TestClock tests: `read` still satisfies `same` after a real-time pause (nothing happened). */
+export const stays = <A, E, R>(read: Effect.Effect<A, E, R>, same: (a: A) => boolean) =>
+  Effect.gen(function*() {
+    yield* realSleep(400)
+    if (!same(yield* read)) return yield* Effect.die(new Error("something happened while the clock stood still"))
+  })

@@ -21,7 +21,7 @@ import { Webhooks } from "../../services/webhooks/Webhooks.ts"
 import { WebhookDeliveryLive } from "../../src/entities/WebhookDelivery.ts"
 import { testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
-import { eventually as eventuallyIn, realSleep } from "../support/wait.ts"
+import { eventuallySettled as eventually, stays } from "../support/wait.ts"
 import { startReceiver } from "./receiver.ts"
 
 /**
@@ -29,16 +29,6 @@ import { startReceiver } from "./receiver.ts"
  * `TestRunner`), the real services on a fresh database, a real receiver. Time moves only
  * when the test adjusts the clock; after each step the test waits in real time for effects.
  */
-
-const eventually = <A, E, R>(label: string, read: Effect.Effect<A, E, R>, done: (a: A) => boolean) =>
-  eventuallyIn(label, read, done, { timeoutMs: 15_000, pollMs: 25, settleMs: 150 })
-
-/** Nothing more happened after a real-time pause. */
-const stays = <A, E, R>(read: Effect.Effect<A, E, R>, same: (a: A) => boolean) =>
-  Effect.gen(function*() {
-    yield* realSleep(400)
-    expect(same(yield* read)).toBe(true)
-  })
 
 const build = Effect.gen(function*() {
   // Start at the real time: rows written by Postgres defaults must not be in the clock's future.
