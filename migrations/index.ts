@@ -7,6 +7,7 @@ import observePerformance from "./0006_observe_performance.ts"
 import git from "./0007_git.ts"
 import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
+import repositoryNumbers from "./0010_repository_numbers.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -18,5 +19,6 @@ export const migrations = {
   "0006_observe_performance": observePerformance,
   "0007_git": git,
   "0008_webhooks": webhooks,
-  "0009_monitor_shards": monitorShards
+  "0009_monitor_shards": monitorShards,
+  "0010_repository_numbers": repositoryNumbers
 }
