@@ -1,0 +1,5 @@
+import { Layer } from "effect"
+import { SuggestionCommits } from "../services/pulls/SuggestionCommit.ts"
+
+/** Code review services beside pull requests: suggestion commits, CODEOWNERS, repository issues. */
+export const CodeReviewLive = Layer.mergeAll(SuggestionCommits.layer)
