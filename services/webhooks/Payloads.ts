@@ -1,6 +1,7 @@
 import { Option } from "effect"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
+import { issueEventTypes } from "../../schemas/RepositoryIssues.ts"
 import { organizationEvents } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
 
@@ -33,6 +34,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   PushEvent.type,
   CreateEvent.type,
   DeleteEvent.type,
+  ...issueEventTypes.map((kind) => kind.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 
@@ -58,7 +60,9 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  *   `incident`, `issue` or `spike`;
  * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
  *   `commits`, `timestamp`), `create` and `delete` with `ref`, `refType` and `sha` instead of
- *   the push fields, to the repository's webhooks.
+ *   the push fields, to the repository's webhooks;
+ * - `issue.opened|closed|updated|commented` (repository issues) with `{event, action, repository,
+ *   issue, sender, timestamp}`, plus `changes` (updated) or `comment` (commented).
  */
 export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> => {
   const refEvent = Option.orElse(
@@ -72,6 +76,17 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
       repoId: data.repository.id,
       payload: () => ({ event: event.type, ...data })
     })
+  }
+  for (const kind of issueEventTypes) {
+    const issue = kind.match(event)
+    if (Option.isSome(issue)) {
+      const data = issue.value
+      return Option.some({
+        event: event.type,
+        repoId: data.repository.id,
+        payload: () => ({ event: event.type, action: action(event.type), ...data })
+      })
+    }
   }
   const status = MonitorStatusEvent.match(event)
   if (Option.isSome(status)) {

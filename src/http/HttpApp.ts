@@ -14,6 +14,7 @@ import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
 import { RepositoriesHandlers } from "./handlers/Repositories.ts"
+import { RepositoryIssuesHandlers } from "./handlers/RepositoryIssues.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
@@ -40,6 +41,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide(CodeOwnersHandlers),
+  Layer.provide(RepositoryIssuesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

@@ -11,6 +11,7 @@ import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
 import { RepositoriesApi } from "./Repositories.ts"
+import { RepositoryIssuesApi } from "./RepositoryIssues.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SubscriptionsApi } from "./Subscriptions.ts"
@@ -35,6 +36,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
   .add(CodeOwnersApi)
+  .add(RepositoryIssuesApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
