@@ -80,7 +80,9 @@ export type UpdateRepositoryIssue = typeof UpdateRepositoryIssue.Type
 export const ListRepositoryIssuesQuery = {
   /** `open` (default, as on GitHub), `closed` or `all`. */
   state: Schema.optional(Schema.Literals(["open", "closed", "all"])),
-  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))
+  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 }))),
+  /** 1-based page of `limit` issues. */
+  page: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100_000 })))
 }
 
 export const IssueComment = Schema.Struct({

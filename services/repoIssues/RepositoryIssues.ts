@@ -27,6 +27,7 @@ import {
 export interface ListIssuesOptions {
   readonly state?: "open" | "closed" | "all" | undefined
   readonly limit?: number | undefined
+  readonly page?: number | undefined
 }
 
 /** A number that names no issue of the repository (a pull request's number included). */
@@ -93,10 +94,11 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
 
       const list = Effect.fn("RepositoryIssues.list")(function*(repo: RepoRecord, options: ListIssuesOptions) {
         const state = options.state ?? "open"
+        const limit = options.limit ?? 30
         const rows = yield* sql<IssueRow>`
           SELECT ${sql.literal(ISSUE_COLUMNS)} FROM repo_issues
           WHERE repo_id = ${repo.id} ${state === "all" ? sql`` : sql`AND state = ${state}`}
-          ORDER BY number DESC LIMIT ${options.limit ?? 30}`.pipe(Effect.orDie)
+          ORDER BY number DESC LIMIT ${limit} OFFSET ${((options.page ?? 1) - 1) * limit}`.pipe(Effect.orDie)
         return { issues: rows.map(toIssue) }
       })
 

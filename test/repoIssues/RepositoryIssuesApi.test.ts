@@ -60,6 +60,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("repos
       expect((yield* api("/issues?state=closed")).body.issues.map((i: any) => i.number)).toEqual([1])
       expect((yield* api("/issues?state=all")).body.issues.map((i: any) => i.number)).toEqual([3, 1])
       expect((yield* api("/issues?state=all&limit=1")).body.issues.map((i: any) => i.number)).toEqual([3])
+      expect((yield* api("/issues?state=all&limit=1&page=2")).body.issues.map((i: any) => i.number)).toEqual([1])
       const reopened = yield* api("/issues/1", { method: "PATCH", body: { state: "open" } })
       expect(reopened.body).toMatchObject({ state: "open", closedAt: null, closedBy: null })
 

@@ -29,7 +29,10 @@ export class RepositoryIssuesApi extends HttpApiGroup.make("repositoryIssues").a
     success: RepositoryIssueList,
     error: NotFound
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("List issues", "Issues by `state` (`open` by default, `closed`, `all`), newest first. Scope `code:read`.")
+    docs(
+      "List issues",
+      "Issues by `state` (`open` by default, `closed`, `all`), newest first, `limit` per `page`. Scope `code:read`."
+    )
   ),
   HttpApiEndpoint.post("create", "/:org/:repo/issues", {
     params: repoParams,
