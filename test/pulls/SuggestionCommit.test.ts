@@ -215,4 +215,31 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
       expect(refusal).toMatchObject({ reason: "rejected", message: expect.stringContaining("protected branch") })
       expect(yield* remoteTip(git, org.url)).toBe(head)
     }))
+
+  it.effect("concurrent suggestions on other lines of one file all land, none lost", () =>
+    Effect.gen(function*() {
+      const { baseUrl, context } = yield* TestApp
+      const git = yield* gitClient
+      const { head, org } = yield* setUp(git, baseUrl, "sugmany")
+      const applied = yield* Effect.forEach(
+        [1, 2, 3, 4],
+        (line) =>
+          Effect.provide(
+            suggestion("sugmany", {
+              startLine: line,
+              endLine: line,
+              originalLines: [`line ${line}`],
+              replacement: `LINE ${line}`,
+              message: `suggestion ${line}`
+            }),
+            context
+          ),
+        { concurrency: 4 }
+      )
+      const clone = git.dir("sugmany-clone")
+      yield* git.ok(["clone", "-q", "--branch", "feature", org.url, clone])
+      expect(yield* git.ok(["show", `HEAD:${FILE}`], { cwd: clone })).toBe("LINE 1\nLINE 2\nLINE 3\nLINE 4\n")
+      const chain = (yield* git.ok(["rev-list", `${head}..HEAD`], { cwd: clone })).trim().split("\n")
+      expect(chain.sort()).toEqual(applied.map((result) => result.sha).sort())
+    }))
 })

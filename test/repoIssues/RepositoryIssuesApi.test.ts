@@ -147,4 +147,24 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("repos
       const readerUrl = `${baseUrl}/api/v1/code/repos/strict-reader/r/issues`
       expect((yield* request(readerUrl, { method: "POST", token: reader.key, body: { title: "x" } })).status).toBe(403)
     }))
+
+  it.effect("concurrent creations take distinct consecutive numbers", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const repo = yield* createRepo(baseUrl, { slug: "busy" })
+      const created = yield* Effect.forEach(
+        Array.from({ length: 12 }, (_, i) => i),
+        (i) =>
+          request(`${baseUrl}/api/v1/code/repos/busy/r/issues`, {
+            method: "POST",
+            token: repo.key,
+            body: { title: `issue ${i}` }
+          }),
+        { concurrency: 12 }
+      )
+      expect(created.every((answer) => answer.status === 201)).toBe(true)
+      expect(created.map((answer) => answer.body.number).sort((a, b) => a - b)).toEqual(
+        Array.from({ length: 12 }, (_, i) => i + 1)
+      )
+    }))
 })
