@@ -129,15 +129,12 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
 
             let issue = before
             if (Object.keys(changes).length > 0) {
+              const reopen = reopening
+                ? sql`, state = 'open', closed_at = NULL, closed_by_pr_id = NULL, closed_by_pr_number = NULL`
+                : sql``
               const [updated] = yield* sql<IssueRow>`
-                UPDATE repo_issues SET title = ${title}, body = ${body},
-                  labels = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(labels)}::jsonb)),
-                  updated_at = now()
-                  ${
-                reopening
-                  ? sql`, state = 'open', closed_at = NULL, closed_by_pr_id = NULL, closed_by_pr_number = NULL`
-                  : sql``
-              }
+                UPDATE repo_issues SET title = ${title}, body = ${body}, updated_at = now(),
+                  labels = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(labels)}::jsonb)) ${reopen}
                 WHERE id = ${row.id}
                 RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(Effect.orDie)
               issue = toIssue(updated)
