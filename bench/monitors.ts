@@ -175,7 +175,21 @@ interface RunResult {
   readonly cpuPercent: number
   readonly pgCpuPercent: number
   readonly rssMiB: number
+  /** Committed transactions per second in Canopy's database (pg_stat_database). */
+  readonly xactPerSecond: number
+  /** Rows inserted, updated or deleted per second in the cluster's message tables. */
+  readonly clusterRowsPerSecond: number
 }
+
+/** Postgres load counters of the current database: commits, and row writes in the cluster's tables. */
+const pgCounters = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ xact: number; clusterRows: number }>`
+      SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::float8 AS xact,
+        (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables
+          WHERE relname IN ('cluster_messages', 'cluster_replies'))::float8 AS "clusterRows"`,
+    ([row]) => row
+  )
 
 const withSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown, never>) =>
   Effect.runPromise(Effect.gen(function*() {
@@ -233,12 +247,18 @@ const runCanopy = async (options: {
     // Wait for the first slot, then sample the steady state.
     await sleep(Math.max(0, start - Date.now()))
     const sampler = sample(canopy.pid!, options.pgDataDir)
+    const pg0 = await withSql(databaseUrl, pgCounters)
     while (Date.now() < end) {
       await sleep(Math.min(10_000, end - Date.now()))
       const done = Math.round((Date.now() - start) / 1000)
       if (done % 30 < 10) console.error(`[bench] N=${n}: ${done}s / ${seconds}s`)
     }
     const usage = sampler.stop()
+    const pg1 = await withSql(databaseUrl, pgCounters)
+    const pgLoad = {
+      xactPerSecond: (pg1.xact - pg0.xact) / seconds,
+      clusterRowsPerSecond: (pg1.clusterRows - pg0.clusterRows) / seconds
+    }
     await sleep(12_000) // checks started before `end` finish (timeout 10 s)
 
     const figures = await withSql(databaseUrl, (sql) =>
@@ -259,7 +279,7 @@ const runCanopy = async (options: {
         if (dup.n > 0) console.error(`[bench] N=${n}: ${dup.n} slots with more than one heartbeat!`)
         return row
       }))
-    return runResult("canopy", { n, seconds, start, end }, figures, usage)
+    return runResult("canopy", { n, seconds, start, end }, figures, { ...usage, ...pgLoad })
   } finally {
     if (canopy !== undefined) await stop(canopy)
     Fs.rmSync(dataDir, { recursive: true, force: true })
@@ -274,7 +294,13 @@ const runResult = (
   system: string,
   run: { readonly n: number; readonly seconds: number; readonly start: number; readonly end: number },
   figures: { readonly checks: number; readonly p50: number; readonly p99: number; readonly max: number },
-  usage: { readonly cpuPercent: number; readonly pgCpuPercent: number; readonly rssMax: number }
+  usage: {
+    readonly cpuPercent: number
+    readonly pgCpuPercent: number
+    readonly rssMax: number
+    readonly xactPerSecond: number
+    readonly clusterRowsPerSecond: number
+  }
 ): RunResult => {
   let expected = 0
   for (let i = 0; i < run.n; i++) {
@@ -293,7 +319,9 @@ const runResult = (
     max: figures.max,
     cpuPercent: usage.cpuPercent,
     pgCpuPercent: usage.pgCpuPercent,
-    rssMiB: usage.rssMax / (1024 * 1024)
+    rssMiB: usage.rssMax / (1024 * 1024),
+    xactPerSecond: usage.xactPerSecond,
+    clusterRowsPerSecond: usage.clusterRowsPerSecond
   }
 }
 
@@ -318,7 +346,12 @@ const runBaseline = async (target: string, n: number, seconds: number, warmup: n
     p99: number
     max: number
   }
-  return runResult("bare node (baseline)", { n, seconds, start, end }, result, { ...usage, pgCpuPercent: 0 })
+  return runResult("bare node (baseline)", { n, seconds, start, end }, result, {
+    ...usage,
+    pgCpuPercent: 0,
+    xactPerSecond: 0,
+    clusterRowsPerSecond: 0
+  })
 }
 
 const toRow = (result: RunResult) => ({
@@ -333,7 +366,9 @@ const toRow = (result: RunResult) => ({
   "late max ms": result.max,
   "CPU %": result.cpuPercent,
   "PG CPU %": result.pgCpuPercent,
-  "RSS MiB": result.rssMiB
+  "RSS MiB": result.rssMiB,
+  "PG commits/s": result.xactPerSecond,
+  "cluster rows/s": result.clusterRowsPerSecond
 })
 
 /** The lateness goal (the RSS goal is reported, not searched). */
