@@ -1,6 +1,7 @@
-import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { type AlertSubject, MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
 import { renderMailHtml } from "./mailLayout.ts"
@@ -31,15 +32,7 @@ interface MonitorStatusData {
   readonly timestamp: string
 }
 
-interface MonitorFacts {
-  readonly id: string
-  readonly orgId: string
-  readonly name: string
-  readonly url: string
-  readonly slug: string
-  readonly orgName: string
-  readonly alertEmails: ReadonlyArray<string> | null
-}
+type MonitorFacts = AlertSubject
 
 type AlertKind = "down" | "recovered" | "reminder"
 
@@ -103,17 +96,12 @@ export const alertMail = (options: {
 
 const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   const sql = yield* SqlClient.SqlClient
+  const monitors = yield* MonitorRepository
   const events = yield* Events
   const { baseUrl } = yield* AppConfig
   const reminderMs = Duration.toMillis(Duration.fromInputUnsafe(options.reminderEvery ?? "1 hour"))
 
-  const loadMonitor = (monitorId: string) =>
-    Effect.map(
-      sql<MonitorFacts>`
-        SELECT m.id, m.org_id AS "orgId", m.name, m.url, o.slug, o.name AS "orgName", m.alert_emails AS "alertEmails"
-        FROM monitors m JOIN organizations o ON o.id = m.org_id WHERE m.id = ${monitorId}`,
-      (rows) => rows[0]
-    )
+  const loadMonitor = (monitorId: string) => Effect.map(monitors.alertSubject(monitorId), Option.getOrUndefined)
 
   /** Owners and admins of the organization, plus the monitor's own addresses, each once. */
   const recipients = (monitor: MonitorFacts) =>
@@ -121,7 +109,7 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
       sql<{ email: string }>`
         SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`,
-      (rows) => [...new Set([...rows.map((row) => row.email), ...(monitor.alertEmails ?? [])].map((e) => e.trim()))]
+      (rows) => [...new Set([...rows.map((row) => row.email), ...monitor.alertEmails].map((e) => e.trim()))]
     )
 
   const statusPageUrl = (slug: string) => `${baseUrl.replace(/\/$/, "")}/status/${encodeURIComponent(slug)}`
@@ -171,10 +159,13 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   const sweepReminders = sql.withTransaction(Effect.gen(function*() {
     const due = yield* sql<{ monitorId: string; downEventId: string; downSince: Date; error: string | null }>`
       SELECT a.monitor_id AS "monitorId", a.down_event_id AS "downEventId", a.down_since AS "downSince", a.error
-      FROM monitor_alerts a JOIN monitors m ON m.id = a.monitor_id
-      WHERE m.active AND m.status = 'down' AND a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+      FROM monitor_alerts a
+      WHERE a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+    // Reminders only while the monitor is still active and down.
+    const stillDown = yield* monitors.activeDown(due.map((alert) => alert.monitorId))
     const now = new Date()
     for (const alert of due) {
+      if (!stillDown.has(alert.monitorId)) continue
       const monitor = yield* loadMonitor(alert.monitorId)
       if (monitor === undefined) continue
       const period = Math.floor((now.getTime() - alert.downSince.getTime()) / reminderMs)
@@ -202,6 +193,7 @@ export class MonitorAlerts extends Context.Service<MonitorAlerts, {
   /** Enqueues the reminders that are due now (the layer runs this every sweep interval). */
   readonly sweepReminders: Effect.Effect<void, SqlError>
 }>()("canopy/notifications/MonitorAlerts") {
-  static readonly layerWith = (options: MonitorAlertsOptions = {}) => Layer.effect(MonitorAlerts, make(options))
+  static readonly layerWith = (options: MonitorAlertsOptions = {}) =>
+    Layer.effect(MonitorAlerts, make(options)).pipe(Layer.provide(MonitorRepository.layer))
   static readonly layer = MonitorAlerts.layerWith()
 }
