@@ -1,50 +1,37 @@
-import { DateTime, PrimaryKey, Schema } from "effect"
-import { ClusterSchema, DeliverAt, Entity } from "effect/cluster"
+import { Schema } from "effect"
+import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 
 /**
- * PROTOTYPE (DeliverAt timers, for the bench comparison): the entity's next check and retries are
- * persisted messages delivered at their time.
+ * The monitor entity's protocol: one entity per monitor, owning its schedule. How the
+ * schedule works is told in `MonitorScheduling.ts`; the handlers are in `MonitorEntity.ts`.
  */
 export const MonitorInfo = Schema.Struct({
+  /** An alarm (next slot or retry) is armed on the hosting runner. */
   running: Schema.Boolean,
+  /** The runner hosting this entity. */
   runner: Schema.String
 })
 
-/** The next slot, delivered at `expected` (deduplicated per slot). */
-export class CheckAt extends Schema.Class<CheckAt>("canopy/Monitor/CheckAt")({
-  expected: Schema.Number,
-  frequency: Schema.Number
-}) {
-  [PrimaryKey.symbol]() {
-    return `slot:${this.expected}`
-  }
-  [DeliverAt.symbol]() {
-    return DateTime.makeUnsafe(this.expected)
-  }
-}
-
-/** Another attempt of a claimed slot, delivered at `at`. */
-export class RetryAt extends Schema.Class<RetryAt>("canopy/Monitor/RetryAt")({
-  at: Schema.Number,
-  slotAt: Schema.Number,
-  attempt: Schema.Number,
-  nextCheckAt: Schema.Number,
-  frequency: Schema.Number,
-  retryInterval: Schema.Number
-}) {
-  [PrimaryKey.symbol]() {
-    return `retry:${this.slotAt}:${this.attempt}`
-  }
-  [DeliverAt.symbol]() {
-    return DateTime.makeUnsafe(this.at)
-  }
-}
-
+/** Re-read the monitor and arm its next check (idempotent). */
 export const Wake = Rpc.make("Wake")
+/** The monitor's configuration changed: re-read it (start, stop, reschedule). */
 export const Reload = Rpc.make("Reload")
-export const Check = Rpc.make("Check", { payload: CheckAt }).annotate(ClusterSchema.Persisted, true)
-export const Retry = Rpc.make("Retry", { payload: RetryAt }).annotate(ClusterSchema.Persisted, true)
+/** The slot the entity last saw as `next_check_at` is due: claim it and check. */
+export const Check = Rpc.make("Check", {
+  payload: { expected: Schema.Number, frequency: Schema.Number }
+})
+/** Another attempt of a claimed slot whose failure is not confirmed yet. */
+export const Retry = Rpc.make("Retry", {
+  payload: {
+    slotAt: Schema.Number,
+    attempt: Schema.Number,
+    nextCheckAt: Schema.Number,
+    frequency: Schema.Number,
+    retryInterval: Schema.Number
+  }
+})
+/** Whether the schedule is armed, and where (operators, tests). */
 export const Inspect = Rpc.make("Inspect", { success: MonitorInfo })
 
 export const Monitor = Entity.make("Monitor", [Wake, Reload, Check, Retry, Inspect])

@@ -5,18 +5,22 @@ import type { SqlError } from "effect/sql/SqlError"
 import { CheckRecorder, type MonitorSchedule } from "../../services/monitoring/CheckRecorder.ts"
 import { Checker, type CheckTarget } from "../../services/monitoring/checks/Checker.ts"
 import { currentSlot, retryFits } from "../../services/monitoring/MonitorState.ts"
-import { CheckAt, Monitor, RetryAt } from "./Monitor.ts"
+import { Monitor } from "./Monitor.ts"
+import { MonitorAlarms } from "./MonitorAlarms.ts"
 
 /**
  * Logs a failure (not an interruption) of a handler and releases the monitor's delivered
  * alarm, so the next sweep re-arms it.
  */
 const logged =
-  (message: string, monitorId: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  (message: string, monitorId: string, alarms: MonitorAlarms["Service"]) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
     Effect.catchCause(self, (cause) =>
       Cause.hasInterruptsOnly(cause)
         ? Effect.failCause(cause as Cause.Cause<never>)
-        : Effect.logWarning(message, cause).pipe(Effect.annotateLogs({ monitorId })))
+        : Effect.logWarning(message, cause).pipe(
+          Effect.annotateLogs({ monitorId }),
+          Effect.andThen(Effect.sync(() => alarms.release(monitorId)))
+        ))
 
 /** How long an entity stays resident after its last message (the reaper runs every 5 s or more). */
 const ENTITY_IDLE_TIME = "5 seconds"
@@ -25,7 +29,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const runner = yield* Entity.CurrentRunnerAddress
-    const makeClient = yield* Monitor.client
+    const alarms = yield* MonitorAlarms
     const recorder = yield* CheckRecorder
     const checker = yield* Checker
     const monitorId = address.entityId
@@ -36,17 +40,21 @@ export const MonitorEntityLayer = Monitor.toLayer(
     const context = yield* Effect.context<never>()
     const own = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.setContext(self, context as Context.Context<R>)
 
-    const self = makeClient(monitorId)
     const armSlot = (schedule: { readonly nextCheckAt: number; readonly frequency: number }) =>
-      self.Check(new CheckAt({ expected: schedule.nextCheckAt, frequency: schedule.frequency }), { discard: true }).pipe(
-        Effect.orDie
-      )
+      alarms.set(monitorId, schedule.nextCheckAt, {
+        kind: "slot",
+        expected: schedule.nextCheckAt,
+        frequency: schedule.frequency
+      })
 
     /** Re-reads the row and arms the next slot; on `reload`, applies a frequency change first. */
     const plan = (reload: boolean): Effect.Effect<void, SqlError> =>
       Effect.gen(function*() {
         const loaded = yield* recorder.loadSchedule(monitorId)
-        if (Option.isNone(loaded) || !loaded.value.active) return
+        if (Option.isNone(loaded) || !loaded.value.active) {
+          alarms.cancel(monitorId)
+          return
+        }
         let schedule: MonitorSchedule = loaded.value
         if (reload && schedule.status !== "pending") {
           // A raised frequency: the next check is due one new interval after the last
@@ -62,7 +70,10 @@ export const MonitorEntityLayer = Monitor.toLayer(
             schedule = { ...schedule, nextCheckAt: wanted }
           }
         }
-        yield* armSlot(schedule)
+        // A retry of the current cycle is armed: it re-arms the slot when done.
+        const armed = alarms.get(monitorId)
+        if (armed?.kind === "retry" && armed.nextCheckAt === schedule.nextCheckAt) return
+        armSlot(schedule)
       })
 
     /** One attempt of a claimed slot; arms a retry while the failure is unconfirmed. */
@@ -98,21 +109,22 @@ export const MonitorEntityLayer = Monitor.toLayer(
         outcome._tag === "Recorded" && outcome.transition.retry &&
         retryFits(now, slot.retryInterval, slot.nextCheckAt)
       ) {
-        yield* self.Retry(new RetryAt({ at: now + slot.retryInterval * 1000, ...slot, attempt: slot.attempt + 1 }), {
-          discard: true
-        }).pipe(Effect.orDie)
+        alarms.set(monitorId, now + slot.retryInterval * 1000, { kind: "retry", ...slot, attempt: slot.attempt + 1 })
+      } else {
+        armSlot(slot)
       }
     })
 
     return Monitor.of({
-      Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId), own),
-      Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId), own),
+      Wake: () => plan(false).pipe(logged("Monitor: wake failed", monitorId, alarms), own),
+      Reload: () => plan(true).pipe(logged("Monitor: reload failed", monitorId, alarms), own),
       // From the claim on, only the check itself can be interrupted (and then hands the slot
       // back): an interruption between a committed claim and the check would lose the slot.
       Check: ({ payload }) =>
         Effect.uninterruptibleMask((restore) =>
           Effect.gen(function*() {
             const now = yield* Clock.currentTimeMillis
+            if (payload.expected > now) return armSlot({ nextCheckAt: payload.expected, frequency: payload.frequency })
             const slotAt = currentSlot(payload.expected, now, payload.frequency)
             const claimed = yield* recorder.claim({
               monitorId,
@@ -123,7 +135,7 @@ export const MonitorEntityLayer = Monitor.toLayer(
             // Another runner took the slot, or the row changed: re-read.
             if (Option.isNone(claimed)) return yield* plan(false)
             const slot = claimed.value
-            yield* armSlot(slot)
+            armSlot(slot)
             yield* attempt(
               {
                 slotAt,
@@ -136,14 +148,17 @@ export const MonitorEntityLayer = Monitor.toLayer(
               restore
             )
           })
-        ).pipe(logged("Monitor: check failed", monitorId), own),
+        ).pipe(logged("Monitor: check failed", monitorId, alarms), own),
       Retry: ({ payload }) =>
         Effect.gen(function*() {
           const target = yield* recorder.loadTarget(monitorId)
-          if (Option.isNone(target)) return
+          if (Option.isNone(target)) {
+            alarms.cancel(monitorId)
+            return
+          }
           yield* attempt(payload, target.value)
-        }).pipe(logged("Monitor: retry failed", monitorId), own),
-      Inspect: () => Effect.sync(() => ({ running: true, runner: runnerName }))
+        }).pipe(logged("Monitor: retry failed", monitorId, alarms), own),
+      Inspect: () => Effect.sync(() => ({ running: alarms.has(monitorId), runner: runnerName }))
     })
   }),
   { maxIdleTime: ENTITY_IDLE_TIME }

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { HeartbeatRetentionCron } from "./HeartbeatRetention.ts"
+import { MonitorAlarms } from "./MonitorAlarms.ts"
 import { MonitorChangeListener } from "./MonitorChangeListener.ts"
 import { MonitorEntityLayer } from "./MonitorEntity.ts"
 import { type MonitorSchedulingOptions, MonitorSweeper } from "./MonitorSweeper.ts"
@@ -45,4 +46,6 @@ import { type MonitorSchedulingOptions, MonitorSweeper } from "./MonitorSweeper.
 
 /** The monitor entity, its alarms, the sweep, the change consumer and retention. */
 export const MonitorSchedulingLive = (options?: MonitorSchedulingOptions) =>
-  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeListener, HeartbeatRetentionCron)
+  Layer.mergeAll(MonitorEntityLayer, MonitorSweeper(options), MonitorChangeListener, HeartbeatRetentionCron).pipe(
+    Layer.provideMerge(MonitorAlarms.layer())
+  )

@@ -1,7 +1,8 @@
 import { Cause, Duration, Effect, Layer } from "effect"
 import { EntityId, ShardId, Sharding, ShardingConfig } from "effect/cluster"
 import { CheckRecorder } from "../../services/monitoring/CheckRecorder.ts"
-import { CheckAt, Monitor } from "./Monitor.ts"
+import { Monitor } from "./Monitor.ts"
+import { MonitorAlarms } from "./MonitorAlarms.ts"
 
 const STARTUP_SWEEPS = 10
 
@@ -23,8 +24,7 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
   Layer.effectDiscard(Effect.gen(function*() {
     const sharding = yield* Sharding.Sharding
     const recorder = yield* CheckRecorder
-    const makeClient = yield* Monitor.client
-    const started = new Set<string>()
+    const alarms = yield* MonitorAlarms
     const interval = Duration.fromInputUnsafe(options?.sweepInterval ?? "10 seconds")
 
     const shardsPerGroup = options?.shardsPerGroup ?? ShardingConfig.defaults.shardsPerGroup
@@ -46,15 +46,20 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
         shardsPerGroup
       )
       const hostedHere = (id: string) => sharding.hasShardId(shardOf(id))
-      const kick = schedules.filter((schedule) => !started.has(schedule.id) && hostedHere(schedule.id))
-      yield* Effect.forEach(kick, (schedule) =>
-        makeClient(schedule.id).Check(
-          new CheckAt({ expected: schedule.nextCheckAt, frequency: schedule.frequency }),
-          { discard: true }
-        ).pipe(
-          Effect.tap(() => Effect.sync(() => started.add(schedule.id))),
-          Effect.ignore
-        ), { concurrency: 50, discard: true })
+      for (const schedule of schedules) {
+        const current = alarms.entry(schedule.id)
+        // Missing, or a slot alarm for another slot than the row's (left from an earlier
+        // stay of the shard on this runner, or a change whose event was missed).
+        const stale = current !== undefined && !current.inFlight && current.alarm.kind === "slot" &&
+          current.alarm.expected !== schedule.nextCheckAt
+        if ((current === undefined || stale) && hostedHere(schedule.id)) {
+          alarms.set(schedule.id, schedule.nextCheckAt, {
+            kind: "slot",
+            expected: schedule.nextCheckAt,
+            frequency: schedule.frequency
+          })
+        }
+      }
     }).pipe(
       Effect.catchCause((cause) =>
         Cause.hasInterruptsOnly(cause)
