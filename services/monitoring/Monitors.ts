@@ -20,6 +20,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 import { type MonitorRecord, MonitorRepository } from "./MonitorRepository.ts"
+import { slotAfterFrequencyChange } from "./MonitorState.ts"
 import { privateTargetIssue } from "./PrivateTarget.ts"
 import { accountInterval, Uptime, type UptimeWindow } from "./Uptime.ts"
 
@@ -295,8 +296,7 @@ export class Monitors extends Context.Service<Monitors, {
             nextCheckAt = now
             failures = 0
           } else if (next.active && next.frequency !== current.frequency) {
-            const base = current.lastCheckedAt ?? now
-            const candidate = Math.max(now.getTime(), base.getTime() + next.frequency * 1000)
+            const candidate = slotAfterFrequencyChange(current.lastCheckedAt?.getTime(), next.frequency, now.getTime())
             if (candidate < nextCheckAt.getTime()) nextCheckAt = new Date(candidate)
           }
           if (next.url !== current.url || next.checkType !== current.checkType) failures = 0
