@@ -1,6 +1,7 @@
 import { Cause, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { type AlertSubject, MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
@@ -22,14 +23,6 @@ export interface MonitorAlertsOptions {
   readonly sweepInterval?: Duration.Input | undefined
   /** Time between reminders while down. Default 1 hour. */
   readonly reminderEvery?: Duration.Input | undefined
-}
-
-interface MonitorStatusData {
-  readonly monitorId: string
-  readonly name: string
-  readonly status: string
-  readonly previousStatus: string
-  readonly timestamp: string
 }
 
 type MonitorFacts = AlertSubject
@@ -128,11 +121,18 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
 
   const onStatus = (event: DomainEvent) =>
     Effect.gen(function*() {
-      const data = event.data as MonitorStatusData
+      // Decoded with the event's own Schema (the one the recorder published it with).
+      const decoded = MonitorStatusEvent.match(event)
+      if (Option.isNone(decoded)) {
+        return yield* Effect.logWarning("MonitorAlerts: malformed monitor.status event", event.id)
+      }
+      const data = decoded.value
       const at = new Date(data.timestamp)
       if (data.status === "down" && data.previousStatus !== "down") {
         const monitor = yield* loadMonitor(data.monitorId)
-        if (monitor === undefined) return
+        if (monitor === undefined) {
+          return
+        }
         const [beat] = yield* sql<{ error: string | null; statusCode: number | null }>`
           SELECT error, status_code AS "statusCode" FROM heartbeats
           WHERE monitor_id = ${data.monitorId} ORDER BY checked_at DESC, id DESC LIMIT 1`
