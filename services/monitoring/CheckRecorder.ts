@@ -5,12 +5,8 @@ import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Events, type NewDomainEvent } from "../platform/Events.ts"
 import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
-import {
-  type MonitorRecord,
-  MonitorRepository,
-  type MonitorSchedule,
-  type ShardedSchedule
-} from "./MonitorRepository.ts"
+import { MonitorRepository } from "./MonitorRepository.ts"
+import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
 import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
 import { accountInterval } from "./Uptime.ts"
 
@@ -29,7 +25,7 @@ import { accountInterval } from "./Uptime.ts"
  * (`now()` defaults), so comparisons truncate to milliseconds.
  */
 
-export type { MonitorSchedule } from "./MonitorRepository.ts"
+export type { MonitorSchedule } from "./MonitorRows.ts"
 
 /** A claimed slot: the monitor's configuration at claim time and the slot it owns. */
 export interface ClaimedSlot {
