@@ -127,6 +127,7 @@ const runBaselineChild = async () => {
   const start = Number(process.env.START!)
   const end = Number(process.env.END!)
   const lateness: Array<number> = []
+  const lastLateness: Array<number> = []
   let checks = 0
   const check = (url: string) =>
     new Promise<void>((resolve) => {
@@ -144,6 +145,7 @@ const runBaselineChild = async () => {
     setTimeout(() => {
       const began = Date.now()
       lateness.push(began - slot)
+      if (slot >= end - FREQUENCY * 1000) lastLateness.push(began - slot)
       checks++
       void check(`${target}/m/${i}`).then(() => schedule(i, slot + FREQUENCY * 1000))
     }, Math.max(0, slot - Date.now()))
@@ -151,9 +153,16 @@ const runBaselineChild = async () => {
   for (let i = 0; i < n; i++) schedule(i, start + Math.floor((i * FREQUENCY * 1000) / n))
   while (Date.now() < end + 5_000) await sleep(500)
   lateness.sort((a, b) => a - b)
+  lastLateness.sort((a, b) => a - b)
   process.stdout.write(
-    JSON.stringify({ checks, p50: percentile(lateness, 50), p99: percentile(lateness, 99), max: lateness.at(-1) ?? 0 })
-      + "\n"
+    JSON.stringify({
+      checks,
+      p50: percentile(lateness, 50),
+      p99: percentile(lateness, 99),
+      max: lateness.at(-1) ?? 0,
+      lastChecks: lastLateness.length,
+      lastP99: percentile(lastLateness, 99)
+    }) + "\n"
   )
   process.exit(0)
 }
@@ -172,10 +181,27 @@ interface RunResult {
   readonly p50: number
   readonly p99: number
   readonly max: number
+  /** Share of the monitors checked for their slot in the last interval of the run (steady state). */
+  readonly lastIntervalCheckedPercent: number
+  readonly lastIntervalP99: number
   readonly cpuPercent: number
   readonly pgCpuPercent: number
   readonly rssMiB: number
+  /** Committed transactions per second in Canopy's database (pg_stat_database). */
+  readonly xactPerSecond: number
+  /** Rows inserted, updated or deleted per second in the cluster's message tables. */
+  readonly clusterRowsPerSecond: number
 }
+
+/** Postgres load counters of the current database: commits, and row writes in the cluster's tables. */
+const pgCounters = (sql: SqlClient.SqlClient) =>
+  Effect.map(
+    sql<{ xact: number; clusterRows: number }>`
+      SELECT (SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())::float8 AS xact,
+        (SELECT coalesce(sum(n_tup_ins + n_tup_upd + n_tup_del), 0) FROM pg_stat_user_tables
+          WHERE relname IN ('cluster_messages', 'cluster_replies'))::float8 AS "clusterRows"`,
+    ([row]) => row
+  )
 
 const withSql = <A>(url: string, f: (sql: SqlClient.SqlClient) => Effect.Effect<A, unknown, never>) =>
   Effect.runPromise(Effect.gen(function*() {
@@ -233,12 +259,18 @@ const runCanopy = async (options: {
     // Wait for the first slot, then sample the steady state.
     await sleep(Math.max(0, start - Date.now()))
     const sampler = sample(canopy.pid!, options.pgDataDir)
+    const pg0 = await withSql(databaseUrl, pgCounters)
     while (Date.now() < end) {
       await sleep(Math.min(10_000, end - Date.now()))
       const done = Math.round((Date.now() - start) / 1000)
       if (done % 30 < 10) console.error(`[bench] N=${n}: ${done}s / ${seconds}s`)
     }
     const usage = sampler.stop()
+    const pg1 = await withSql(databaseUrl, pgCounters)
+    const pgLoad = {
+      xactPerSecond: (pg1.xact - pg0.xact) / seconds,
+      clusterRowsPerSecond: (pg1.clusterRows - pg0.clusterRows) / seconds
+    }
     await sleep(12_000) // checks started before `end` finish (timeout 10 s)
 
     const figures = await withSql(databaseUrl, (sql) =>
@@ -257,9 +289,19 @@ const runCanopy = async (options: {
             SELECT monitor_id, slot_at FROM heartbeats WHERE attempt = 0 GROUP BY 1, 2 HAVING count(*) > 1
           ) AS d`
         if (dup.n > 0) console.error(`[bench] N=${n}: ${dup.n} slots with more than one heartbeat!`)
-        return row
+        // The last interval alone (every monitor has exactly one slot in it): the steady state,
+        // after whatever start-up costs the design has.
+        const [last] = yield* sql<{ checks: number; p99: number }>`
+          SELECT count(*)::int AS checks,
+            coalesce(percentile_disc(0.99) WITHIN GROUP (ORDER BY lateness), 0)::float8 AS p99
+          FROM (
+            SELECT extract(epoch FROM checked_at - slot_at) * 1000 AS lateness FROM heartbeats
+            WHERE attempt = 0 AND slot_at >= to_timestamp(${end - FREQUENCY * 1000} / 1000.0)
+              AND slot_at < to_timestamp(${end} / 1000.0)
+          ) AS l`
+        return { ...row, lastChecks: last.checks, lastP99: last.p99 }
       }))
-    return runResult("canopy", { n, seconds, start, end }, figures, usage)
+    return runResult("canopy", { n, seconds, start, end }, figures, { ...usage, ...pgLoad })
   } finally {
     if (canopy !== undefined) await stop(canopy)
     Fs.rmSync(dataDir, { recursive: true, force: true })
@@ -273,8 +315,21 @@ const runCanopy = async (options: {
 const runResult = (
   system: string,
   run: { readonly n: number; readonly seconds: number; readonly start: number; readonly end: number },
-  figures: { readonly checks: number; readonly p50: number; readonly p99: number; readonly max: number },
-  usage: { readonly cpuPercent: number; readonly pgCpuPercent: number; readonly rssMax: number }
+  figures: {
+    readonly checks: number
+    readonly p50: number
+    readonly p99: number
+    readonly max: number
+    readonly lastChecks: number
+    readonly lastP99: number
+  },
+  usage: {
+    readonly cpuPercent: number
+    readonly pgCpuPercent: number
+    readonly rssMax: number
+    readonly xactPerSecond: number
+    readonly clusterRowsPerSecond: number
+  }
 ): RunResult => {
   let expected = 0
   for (let i = 0; i < run.n; i++) {
@@ -291,9 +346,13 @@ const runResult = (
     p50: figures.p50,
     p99: figures.p99,
     max: figures.max,
+    lastIntervalCheckedPercent: (figures.lastChecks / run.n) * 100,
+    lastIntervalP99: figures.lastP99,
     cpuPercent: usage.cpuPercent,
     pgCpuPercent: usage.pgCpuPercent,
-    rssMiB: usage.rssMax / (1024 * 1024)
+    rssMiB: usage.rssMax / (1024 * 1024),
+    xactPerSecond: usage.xactPerSecond,
+    clusterRowsPerSecond: usage.clusterRowsPerSecond
   }
 }
 
@@ -317,8 +376,15 @@ const runBaseline = async (target: string, n: number, seconds: number, warmup: n
     p50: number
     p99: number
     max: number
+    lastChecks: number
+    lastP99: number
   }
-  return runResult("bare node (baseline)", { n, seconds, start, end }, result, { ...usage, pgCpuPercent: 0 })
+  return runResult("bare node (baseline)", { n, seconds, start, end }, result, {
+    ...usage,
+    pgCpuPercent: 0,
+    xactPerSecond: 0,
+    clusterRowsPerSecond: 0
+  })
 }
 
 const toRow = (result: RunResult) => ({
@@ -331,9 +397,13 @@ const toRow = (result: RunResult) => ({
   "late p50 ms": result.p50,
   "late p99 ms": result.p99,
   "late max ms": result.max,
+  "last min checked %": result.lastIntervalCheckedPercent,
+  "last min p99 ms": result.lastIntervalP99,
   "CPU %": result.cpuPercent,
   "PG CPU %": result.pgCpuPercent,
-  "RSS MiB": result.rssMiB
+  "RSS MiB": result.rssMiB,
+  "PG commits/s": result.xactPerSecond,
+  "cluster rows/s": result.clusterRowsPerSecond
 })
 
 /** The lateness goal (the RSS goal is reported, not searched). */

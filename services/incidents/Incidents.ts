@@ -18,6 +18,7 @@ import {
   type UpdateIncident
 } from "../../schemas/Incidents.ts"
 import { type FieldIssue, monitorValidationError } from "../../schemas/Monitoring.ts"
+import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "./MonitorLinks.ts"
@@ -87,6 +88,7 @@ export class Incidents extends Context.Service<Incidents, {
     Incidents,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const monitors = yield* MonitorRepository
       const notFound = (id: string) => new NotFound({ message: `Incident '${id}' not found` })
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
       const iso = (column: string) =>
@@ -126,7 +128,7 @@ export class Incidents extends Context.Service<Incidents, {
       const checkMonitors = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
         ids === undefined
           ? Effect.succeed<ReadonlyArray<FieldIssue>>([])
-          : foreignMonitorIssues(orgId, "affectedMonitors", ids)
+          : foreignMonitorIssues(monitors, orgId, "affectedMonitors", ids)
 
       const setMonitors = (id: string, ids: ReadonlyArray<string>) =>
         replaceMonitorLinks({ table: "incident_monitors", ownerColumn: "incident_id" }, id, ids)
@@ -287,5 +289,5 @@ export class Incidents extends Context.Service<Incidents, {
 
       return Incidents.of({ create, list, get, update, addUpdate, remove, active, lastChangedAt })
     })
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { FieldIssue } from "../../schemas/Monitoring.ts"
+import type { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 
 /**
  * The issues of a list of monitor ids that must all name monitors of `orgId` (incidents'
@@ -9,16 +10,13 @@ import type { FieldIssue } from "../../schemas/Monitoring.ts"
  * Another organization's monitor reads as unknown, so nothing leaks.
  */
 export const foreignMonitorIssues = (
+  monitors: MonitorRepository["Service"],
   orgId: string,
   field: string,
   ids: ReadonlyArray<string>
-): Effect.Effect<ReadonlyArray<FieldIssue>, SqlError, SqlClient.SqlClient> =>
+): Effect.Effect<ReadonlyArray<FieldIssue>, SqlError> =>
   Effect.gen(function*() {
-    if (ids.length === 0) return []
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ id: string }>`
-      SELECT id FROM monitors WHERE org_id = ${orgId} AND id IN ${sql.in([...new Set(ids)])}`
-    const known = new Set(rows.map((row) => row.id))
+    const known = yield* monitors.ownedIds(orgId, ids)
     return ids.flatMap((id, index) =>
       known.has(id) ? [] : [{ field: `${field}.${index}`, message: `'${id}' is not a monitor of this organization` }]
     )

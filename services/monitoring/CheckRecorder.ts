@@ -4,8 +4,10 @@ import type { SqlError } from "effect/sql/SqlError"
 import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Events, type NewDomainEvent } from "../platform/Events.ts"
-import type { CheckAssertion, CheckResult, CheckTarget, CheckType, DnsRecordType } from "./checks/Checker.ts"
-import { type MonitorStatus, type Transition, transition } from "./MonitorState.ts"
+import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
+import { MonitorRepository } from "./MonitorRepository.ts"
+import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
+import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
 import { accountInterval } from "./Uptime.ts"
 
 /**
@@ -23,16 +25,7 @@ import { accountInterval } from "./Uptime.ts"
  * (`now()` defaults), so comparisons truncate to milliseconds.
  */
 
-/** What the schedule loop needs to know between checks. */
-export interface MonitorSchedule {
-  readonly id: string
-  readonly active: boolean
-  /** The slot to check next (epoch ms, truncated). */
-  readonly nextCheckAt: number
-  readonly frequency: number
-  readonly retryInterval: number
-  readonly status: MonitorStatus
-}
+export type { MonitorSchedule } from "./MonitorRows.ts"
 
 /** A claimed slot: the monitor's configuration at claim time and the slot it owns. */
 export interface ClaimedSlot {
@@ -60,83 +53,27 @@ export type RecordOutcome =
   /** Nothing written: the attempt was already recorded, or the monitor is gone or inactive. */
   | { readonly _tag: "Skipped"; readonly reason: "duplicate" | "inactive" }
 
-interface MonitorRow {
-  readonly id: string
-  readonly orgId: string
-  readonly active: boolean
-  readonly checkType: string
-  readonly url: string
-  readonly method: string
-  readonly headers: unknown
-  readonly body: string | null
-  readonly expectedCode: number
-  readonly timeout: number
-  readonly assertions: unknown
-  readonly dnsRecordType: string | null
-  readonly expectedValue: string | null
-  readonly frequency: number
-  readonly retryInterval: number
-  readonly nextCheckAt: number
-}
-
-const parseJson = (value: unknown): unknown => {
-  if (typeof value !== "string") return value
-  try {
-    return JSON.parse(value)
-  } catch {
-    return undefined
-  }
-}
-
-const toHeaders = (value: unknown): Record<string, string> => {
-  const parsed = parseJson(value)
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return {}
-  const headers: Record<string, string> = {}
-  for (const [name, header] of Object.entries(parsed)) {
-    if (typeof header === "string") headers[name] = header
-    else if (typeof header === "number" || typeof header === "boolean") headers[name] = String(header)
-  }
-  return headers
-}
-
-/** The checker's input from a `monitors` row. */
-export const toCheckTarget = (row: MonitorRow): CheckTarget => {
-  const assertions = parseJson(row.assertions)
-  return {
-    checkType: row.checkType as CheckType,
-    url: row.url,
-    method: row.method,
-    headers: toHeaders(row.headers),
-    body: row.body ?? undefined,
-    expectedCode: row.expectedCode,
-    timeoutSeconds: row.timeout,
-    assertions: Array.isArray(assertions) ? (assertions as ReadonlyArray<CheckAssertion>) : undefined,
-    dnsRecordType: (row.dnsRecordType ?? undefined) as DnsRecordType | undefined,
-    expectedValue: row.expectedValue ?? undefined
-  }
-}
-
-const ms = (column: string) => `floor(extract(epoch FROM ${column}) * 1000)::float8`
+/** The checker's input from a stored monitor. */
+export const toCheckTarget = (monitor: MonitorRecord): CheckTarget => ({
+  checkType: monitor.checkType,
+  url: monitor.url,
+  method: monitor.method,
+  headers: monitor.headers,
+  body: monitor.body ?? undefined,
+  expectedCode: monitor.expectedCode,
+  timeoutSeconds: monitor.timeout,
+  assertions: monitor.assertions ?? undefined,
+  dnsRecordType: monitor.dnsRecordType ?? undefined,
+  expectedValue: monitor.expectedValue ?? undefined
+})
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
+  const repository = yield* MonitorRepository
   const events = yield* Events
   const { region } = yield* AppConfig
 
-  const rowColumns = sql.literal(`
-    id, org_id AS "orgId", active, check_type AS "checkType", url, method, headers, body,
-    expected_code AS "expectedCode", timeout, assertions, dns_record_type AS "dnsRecordType",
-    expected_value AS "expectedValue", frequency, retry_interval AS "retryInterval",
-    ${ms("next_check_at")} AS "nextCheckAt"`)
-
-  const loadSchedule = (monitorId: string): Effect.Effect<Option.Option<MonitorSchedule>, SqlError> =>
-    Effect.map(
-      sql<MonitorSchedule>`
-        SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
-          retry_interval AS "retryInterval", status
-        FROM monitors WHERE id = ${monitorId}`,
-      (rows) => Option.fromUndefinedOr(rows[0])
-    )
+  const loadSchedule = repository.schedule
 
   const claim = (options: {
     readonly monitorId: string
@@ -148,74 +85,43 @@ const make = Effect.gen(function*() {
     readonly frequency: number
   }): Effect.Effect<Option.Option<ClaimedSlot>, SqlError> =>
     Effect.map(
-      sql<MonitorRow>`
-        UPDATE monitors SET next_check_at = ${new Date(options.slotAt + options.frequency * 1000)}
-        WHERE id = ${options.monitorId}
-          AND date_trunc('milliseconds', next_check_at) = ${new Date(options.expected)}
-          AND frequency = ${options.frequency}
-          AND active
-        RETURNING ${rowColumns}`,
-      (rows) =>
-        Option.map(Option.fromUndefinedOr(rows[0]), (row) => ({
-          monitorId: row.id,
-          slotAt: options.slotAt,
-          nextCheckAt: row.nextCheckAt,
-          frequency: row.frequency,
-          retryInterval: row.retryInterval,
-          target: toCheckTarget(row)
-        }))
+      repository.claim({
+        monitorId: options.monitorId,
+        expected: options.expected,
+        next: nextSlot(options.slotAt, options.frequency),
+        frequency: options.frequency
+      }),
+      Option.map((monitor) => ({
+        monitorId: monitor.id,
+        slotAt: options.slotAt,
+        nextCheckAt: monitor.nextCheckAt.getTime(),
+        frequency: monitor.frequency,
+        retryInterval: monitor.retryInterval,
+        target: toCheckTarget(monitor)
+      }))
     )
 
   /** Moves `next_check_at` from `expected` to `next` (a frequency change); false if it moved meanwhile. */
-  const reschedule = (options: {
-    readonly monitorId: string
-    readonly expected: number
-    readonly next: number
-  }): Effect.Effect<boolean, SqlError> =>
-    Effect.map(
-      sql`
-        UPDATE monitors SET next_check_at = ${new Date(options.next)}
-        WHERE id = ${options.monitorId} AND date_trunc('milliseconds', next_check_at) = ${new Date(options.expected)}
-          AND active
-        RETURNING id`,
-      (rows) => rows.length > 0
-    )
+  const reschedule = repository.reschedule
 
   /** The slot of the newest heartbeat (epoch ms), if any. */
   const lastSlotAt = (monitorId: string): Effect.Effect<Option.Option<number>, SqlError> =>
     Effect.map(
       sql<{ readonly slotAt: number }>`
-        SELECT ${sql.literal(ms("slot_at"))} AS "slotAt" FROM heartbeats
+        SELECT floor(extract(epoch FROM slot_at) * 1000)::float8 AS "slotAt" FROM heartbeats
         WHERE monitor_id = ${monitorId} ORDER BY checked_at DESC LIMIT 1`,
       (rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => row.slotAt)
     )
 
   /** The current check target for a retry, if the monitor is still active. */
   const loadTarget = (monitorId: string): Effect.Effect<Option.Option<CheckTarget>, SqlError> =>
-    Effect.map(
-      sql<MonitorRow>`SELECT ${rowColumns} FROM monitors WHERE id = ${monitorId} AND active`,
-      (rows) => Option.map(Option.fromUndefinedOr(rows[0]), toCheckTarget)
-    )
+    Effect.map(repository.findActive(monitorId), Option.map(toCheckTarget))
 
   const record = (input: AttemptInput): Effect.Effect<RecordOutcome, SqlError> =>
     sql.withTransaction(Effect.gen(function*() {
-      const [monitor] = yield* sql<{
-        readonly orgId: string
-        readonly name: string
-        readonly active: boolean
-        readonly status: MonitorStatus
-        readonly consecutiveFailures: number
-        readonly retries: number
-        readonly degradedThresholdMs: number | null
-        readonly lastCheckedAt: number | null
-        readonly statusSince: number
-      }>`
-        SELECT org_id AS "orgId", name, active, status, consecutive_failures AS "consecutiveFailures", retries,
-          degraded_threshold_ms AS "degradedThresholdMs",
-          ${sql.literal(ms("last_checked_at"))} AS "lastCheckedAt",
-          ${sql.literal(ms("status_since"))} AS "statusSince"
-        FROM monitors WHERE id = ${input.monitorId} FOR UPDATE`
-      if (monitor === undefined || !monitor.active) return { _tag: "Skipped", reason: "inactive" } as const
+      const locked = yield* repository.lockCheckState(input.monitorId)
+      if (Option.isNone(locked) || !locked.value.active) return { _tag: "Skipped", reason: "inactive" } as const
+      const monitor = locked.value
 
       const { result } = input
       const next = transition(monitor, result, monitor.degradedThresholdMs)
@@ -256,13 +162,11 @@ const make = Effect.gen(function*() {
           responseTimeMs,
           checkedAt
         })
-        yield* sql`
-          UPDATE monitors SET
-            status = ${applied.status},
-            consecutive_failures = ${applied.consecutiveFailures},
-            last_checked_at = ${checkedAt},
-            status_since = greatest(status_since, ${checkedAt}::timestamptz)
-          WHERE id = ${input.monitorId}`
+        yield* repository.applyCheck(input.monitorId, {
+          status: applied.status,
+          consecutiveFailures: applied.consecutiveFailures,
+          checkedAt
+        })
       }
 
       const timestamp = checkedAt.toISOString()
@@ -294,20 +198,10 @@ const make = Effect.gen(function*() {
    * The schedule of every active monitor on the given shards (the wake-up sweep), plus
    * those whose shard is not known yet for `shardCount` shards (`shard` null: assign it).
    */
-  const activeSchedules = (shards: ReadonlyArray<number>, shardCount: number) =>
-    sql<MonitorSchedule & { readonly shard: number | null }>`
-      SELECT id, active, ${sql.literal(ms("next_check_at"))} AS "nextCheckAt", frequency,
-        retry_interval AS "retryInterval", status,
-        CASE WHEN shard_count = ${shardCount} THEN shard END AS shard
-      FROM monitors
-      WHERE active AND (shard = ANY(${shards}::int[]) OR shard IS NULL OR shard_count <> ${shardCount})`
+  const activeSchedules = repository.shardSchedules
 
   /** Records the shard of each monitor (computed by the cluster from its id). */
-  const assignShards = (assigned: ReadonlyArray<{ readonly id: string; readonly shard: number }>, shardCount: number) =>
-    assigned.length === 0 ? Effect.void : sql`
-      UPDATE monitors m SET shard = v.shard, shard_count = ${shardCount}
-      FROM unnest(${assigned.map((a) => a.id)}::text[], ${assigned.map((a) => a.shard)}::int[]) AS v(id, shard)
-      WHERE m.id = v.id`.pipe(Effect.asVoid)
+  const assignShards = repository.assignShards
 
   return CheckRecorder.of({
     loadSchedule,
@@ -340,7 +234,7 @@ export class CheckRecorder extends Context.Service<CheckRecorder, {
   readonly activeSchedules: (
     shards: ReadonlyArray<number>,
     shardCount: number
-  ) => Effect.Effect<ReadonlyArray<MonitorSchedule & { readonly shard: number | null }>, SqlError>
+  ) => Effect.Effect<ReadonlyArray<ShardedSchedule>, SqlError>
   readonly assignShards: (
     assigned: ReadonlyArray<{ readonly id: string; readonly shard: number }>,
     shardCount: number
@@ -349,5 +243,5 @@ export class CheckRecorder extends Context.Service<CheckRecorder, {
   static readonly layer: Layer.Layer<CheckRecorder, never, SqlClient.SqlClient | Events | AppConfig> = Layer.effect(
     CheckRecorder,
     make
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

@@ -97,6 +97,14 @@ export const currentSlot = (scheduled: number, now: number, frequencySeconds: nu
 export const nextSlot = (slot: number, frequencySeconds: number): number => slot + frequencySeconds * 1000
 
 /**
+ * After a frequency change, the next check is due one new interval after the last check
+ * (`last`, or now when there was none), never in the past. A lowered frequency moves the
+ * next check earlier (the PATCH), a raised one later (the entity's `Reload`).
+ */
+export const slotAfterFrequencyChange = (last: number | undefined, frequencySeconds: number, now: number): number =>
+  Math.max(now, nextSlot(last ?? now, frequencySeconds))
+
+/**
  * Whether another attempt of the current slot fits before the next slot: retries that
  * would run into the next slot are dropped, and that slot's check takes their place
  * (consecutive failures carry over, so confirmation still needs `retries + 1` failures).

@@ -1,142 +1,32 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import {
   type CheckType,
   type CreateMonitor,
-  type DnsRecordType,
   type FieldIssue,
   type Heartbeat,
   type HeartbeatList,
   type HeartbeatStatus,
-  type HttpMethod,
   type Monitor,
   MONITOR_DEFAULTS,
-  type MonitorAssertion,
   MonitorChangedEvent,
   type MonitorList,
   monitorRuleIssues,
-  type MonitorStatus,
   monitorValidationError,
   type UpdateMonitor
 } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { MonitorRepository } from "./MonitorRepository.ts"
+import type { MonitorRecord } from "./MonitorRows.ts"
+import { slotAfterFrequencyChange } from "./MonitorState.ts"
 import { privateTargetIssue } from "./PrivateTarget.ts"
 import { accountInterval, Uptime, type UptimeWindow } from "./Uptime.ts"
 
-/** A `monitors` row as the driver returns it (jsonb parsed, timestamptz as Date). */
-export interface MonitorRow {
-  readonly id: string
-  readonly org_id: string
-  readonly name: string
-  readonly url: string
-  readonly method: string
-  readonly check_type: string
-  readonly frequency: number
-  readonly timeout: number
-  readonly expected_code: number
-  readonly headers: Record<string, string> | null
-  readonly body: string | null
-  readonly assertions: ReadonlyArray<MonitorAssertion> | null
-  readonly dns_record_type: string | null
-  readonly expected_value: string | null
-  readonly degraded_threshold_ms: number | null
-  readonly retries: number
-  readonly retry_interval: number
-  readonly alert_emails: ReadonlyArray<string> | null
-  readonly active: boolean
-  readonly status: string
-  readonly consecutive_failures: number
-  readonly next_check_at: Date
-  readonly last_checked_at: Date | null
-  readonly status_since: Date
-  readonly created_at: Date
-  readonly updated_at: Date
-}
-
-/**
- * Everything stored about a monitor, typed: what the monitor entity and check recorder
- * need to schedule and run checks. `frequency`, `timeout` and `retryInterval` are seconds.
- */
-export interface MonitorConfig {
-  readonly id: string
-  readonly orgId: string
-  readonly name: string
-  readonly url: string
-  readonly method: HttpMethod
-  readonly checkType: CheckType
-  readonly frequency: number
-  readonly timeout: number
-  readonly expectedCode: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: string | null
-  readonly assertions: ReadonlyArray<MonitorAssertion> | null
-  readonly dnsRecordType: DnsRecordType | null
-  readonly expectedValue: string | null
-  readonly degradedThresholdMs: number | null
-  readonly retries: number
-  readonly retryInterval: number
-  readonly alertEmails: ReadonlyArray<string>
-  readonly active: boolean
-  readonly status: MonitorStatus
-  readonly consecutiveFailures: number
-  /** The next slot to check (claimed by compare-and-swap by the scheduler). */
-  readonly nextCheckAt: Date
-  readonly lastCheckedAt: Date | null
-  /** Start of the interval not yet accounted in the uptime rollups (see `Uptime.ts`). */
-  readonly statusSince: Date
-  readonly createdAt: Date
-  readonly updatedAt: Date
-}
-
-export const toMonitorConfig = (row: MonitorRow): MonitorConfig => ({
-  id: row.id,
-  orgId: row.org_id,
-  name: row.name,
-  url: row.url,
-  method: row.method as HttpMethod,
-  checkType: row.check_type as CheckType,
-  frequency: row.frequency,
-  timeout: row.timeout,
-  expectedCode: row.expected_code,
-  headers: row.headers ?? {},
-  body: row.body,
-  assertions: row.assertions,
-  dnsRecordType: row.dns_record_type as DnsRecordType | null,
-  expectedValue: row.expected_value,
-  degradedThresholdMs: row.degraded_threshold_ms,
-  retries: row.retries,
-  retryInterval: row.retry_interval,
-  alertEmails: row.alert_emails ?? [],
-  active: row.active,
-  status: row.status as MonitorStatus,
-  consecutiveFailures: row.consecutive_failures,
-  nextCheckAt: row.next_check_at,
-  lastCheckedAt: row.last_checked_at,
-  statusSince: row.status_since,
-  createdAt: row.created_at,
-  updatedAt: row.updated_at
-})
-
-/**
- * Reads one monitor's full configuration, without an organization check (internal use by
- * the scheduler). `forUpdate` locks the row until the caller's transaction ends.
- */
-export const loadMonitorConfig = (
-  id: string,
-  options?: { readonly forUpdate?: boolean | undefined }
-): Effect.Effect<Option.Option<MonitorConfig>, SqlError, SqlClient.SqlClient> =>
-  Effect.gen(function*() {
-    const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<MonitorRow>`
-      SELECT * FROM monitors WHERE id = ${id} ${
-      options?.forUpdate === true ? sql.literal("FOR UPDATE") : sql.literal("")
-    }`
-    return rows.length === 0 ? Option.none() : Option.some(toMonitorConfig(rows[0]))
-  })
+/** Everything stored about a monitor (see `MonitorRepository`). */
+export type MonitorConfig = MonitorRecord
 
 /** Heartbeats returned with a monitor fetched by id (GUIDE §6). */
 export const RECENT_HEARTBEATS = 50
@@ -221,8 +111,6 @@ export interface ListHeartbeatsOptions {
 const clamp = (value: number | undefined, fallback: number, min: number, max: number) =>
   value === undefined || !Number.isFinite(value) ? fallback : Math.min(max, Math.max(min, Math.trunc(value)))
 
-const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
-
 /**
  * Monitors of an organization (spec "Monitors"): CRUD with soft delete, reads with uptime
  * and heartbeats. Every method is scoped by `orgId`; another organization's monitor is a
@@ -249,13 +137,12 @@ export class Monitors extends Context.Service<Monitors, {
   remove(orgId: string, id: string): Effect.Effect<void, NotFound>
   /** Newest first; `count` is the total in the range. */
   heartbeats(orgId: string, id: string, options?: ListHeartbeatsOptions): Effect.Effect<HeartbeatList, NotFound>
-  /** Internal: the full stored configuration, no organization check. */
-  loadMonitor(id: string): Effect.Effect<Option.Option<MonitorConfig>>
 }>()("canopy/monitoring/Monitors") {
   static readonly layer = Layer.effect(
     Monitors,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const repository = yield* MonitorRepository
       const uptime = yield* Uptime
       const { outboundAllowPrivate } = yield* AppConfig
       /** The URL rules plus the private-address rule, reported once per field. */
@@ -290,56 +177,51 @@ export class Monitors extends Context.Service<Monitors, {
         )
         if (issues.length > 0) return yield* monitorValidationError(issues)
         const active = input.active ?? MONITOR_DEFAULTS.active
-        const now = (yield* nowDate).toISOString()
+        const now = yield* nowDate
         const id = makeId("mon")
-        const row = yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<MonitorRow>`
-            INSERT INTO monitors (
-              id, org_id, name, url, method, check_type, frequency, timeout, expected_code, headers, body,
-              assertions, dns_record_type, expected_value, degraded_threshold_ms, retries, retry_interval,
-              alert_emails, active, status, next_check_at, status_since, created_at, updated_at
-            ) VALUES (
-              ${id}, ${orgId}, ${input.name}, ${input.url}, ${input.method ?? MONITOR_DEFAULTS.method},
-              ${checkType}, ${frequency}, ${timeout}, ${input.expectedCode ?? MONITOR_DEFAULTS.expectedCode},
-              ${JSON.stringify(input.headers ?? {})}::jsonb, ${input.body ?? null},
-              ${json(input.assertions)}::jsonb, ${input.dnsRecordType ?? null}, ${input.expectedValue ?? null},
-              ${input.degradedThresholdMs ?? null}, ${input.retries ?? MONITOR_DEFAULTS.retries},
-              ${input.retryInterval ?? MONITOR_DEFAULTS.retryInterval}, ${
-            JSON.stringify(input.alertEmails ?? [])
-          }::jsonb,
-              ${active}, ${active ? "pending" : "paused"}, ${now}::timestamptz, ${now}::timestamptz,
-              ${now}::timestamptz, ${now}::timestamptz
-            )
-            RETURNING *`
+        const record = yield* sql.withTransaction(Effect.gen(function*() {
+          const inserted = yield* repository.insert(id, orgId, {
+            name: input.name,
+            url: input.url,
+            method: input.method ?? MONITOR_DEFAULTS.method,
+            checkType,
+            frequency,
+            timeout,
+            expectedCode: input.expectedCode ?? MONITOR_DEFAULTS.expectedCode,
+            headers: input.headers ?? {},
+            body: input.body ?? null,
+            assertions: input.assertions ?? null,
+            dnsRecordType: input.dnsRecordType ?? null,
+            expectedValue: input.expectedValue ?? null,
+            degradedThresholdMs: input.degradedThresholdMs ?? null,
+            retries: input.retries ?? MONITOR_DEFAULTS.retries,
+            retryInterval: input.retryInterval ?? MONITOR_DEFAULTS.retryInterval,
+            alertEmails: input.alertEmails ?? [],
+            active,
+            status: active ? "pending" : "paused",
+            consecutiveFailures: 0,
+            nextCheckAt: now,
+            statusSince: now,
+            updatedAt: now
+          })
           yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change: "created" })).pipe(
             Effect.provideService(SqlClient.SqlClient, sql)
           )
-          return rows[0]
+          return inserted
         })).pipe(Effect.orDie)
         // A new monitor has no uptime data yet.
-        return toMonitor(toMonitorConfig(row), { uptime24h: 100, uptime7d: 100, uptime30d: 100 })
+        return toMonitor(record, { uptime24h: 100, uptime7d: 100, uptime30d: 100 })
       })
 
       const list = Effect.fn("Monitors.list")(function*(orgId: string, options?: ListMonitorsOptions) {
         const limit = clamp(options?.limit, 50, 1, 100)
         const offset = clamp(options?.offset, 0, 0, Number.MAX_SAFE_INTEGER)
-        const activeFilter = options?.active === undefined ? sql.literal("") : sql`AND active = ${options.active}`
-        const rows = yield* sql<MonitorRow & { readonly total: number | string }>`
-          SELECT *, count(*) OVER () AS total FROM monitors
-          WHERE org_id = ${orgId} ${activeFilter}
-          ORDER BY created_at DESC, id DESC
-          LIMIT ${limit} OFFSET ${offset}`.pipe(Effect.orDie)
-        let count = rows.length > 0 ? Number(rows[0].total) : 0
-        if (rows.length === 0 && offset > 0) {
-          const counted = yield* sql<{ total: number | string }>`
-            SELECT count(*) AS total FROM monitors WHERE org_id = ${orgId} ${activeFilter}`.pipe(Effect.orDie)
-          count = Number(counted[0].total)
-        }
-        const figures = yield* uptime.uptime(rows.map((row) => row.id), ["24h"])
+        const { count, records } = yield* repository.listOfOrg(orgId, { active: options?.active, limit, offset }).pipe(
+          Effect.orDie
+        )
+        const figures = yield* uptime.uptime(records.map((record) => record.id), ["24h"])
         return {
-          monitors: rows.map((row) =>
-            toMonitor(toMonitorConfig(row), { uptime24h: figures.get(row.id)?.["24h"] ?? 100 })
-          ),
+          monitors: records.map((record) => toMonitor(record, { uptime24h: figures.get(record.id)?.["24h"] ?? 100 })),
           count
         }
       })
@@ -352,12 +234,10 @@ export class Monitors extends Context.Service<Monitors, {
           Effect.map((rows) => rows.map(toHeartbeat))
         )
 
-      const findOwned = (orgId: string, id: string) =>
-        sql<MonitorRow>`SELECT * FROM monitors WHERE id = ${id} AND org_id = ${orgId}`.pipe(
+      const findOwned = (orgId: string, id: string, forUpdate = false) =>
+        repository.find(id, { orgId, forUpdate }).pipe(
           Effect.orDie,
-          Effect.flatMap((rows) =>
-            rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toMonitorConfig(rows[0]))
-          )
+          Effect.flatMap(Option.match({ onNone: () => Effect.fail(notFound(id)), onSome: Effect.succeed }))
         )
 
       const get = Effect.fn("Monitors.get")(function*(orgId: string, id: string) {
@@ -371,10 +251,7 @@ export class Monitors extends Context.Service<Monitors, {
       /** Applies a patch in one transaction; returns the stored result. */
       const applyUpdate = (orgId: string, id: string, patch: UpdateMonitor, change: MonitorChange) =>
         sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<MonitorRow>`
-            SELECT * FROM monitors WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(Effect.orDie)
-          if (rows.length === 0) return yield* notFound(id)
-          const current = toMonitorConfig(rows[0])
+          const current = yield* findOwned(orgId, id, true)
           const has = <K extends keyof UpdateMonitor>(key: K) => patch[key] !== undefined
           const next = {
             name: patch.name ?? current.name,
@@ -420,31 +297,24 @@ export class Monitors extends Context.Service<Monitors, {
             nextCheckAt = now
             failures = 0
           } else if (next.active && next.frequency !== current.frequency) {
-            const base = current.lastCheckedAt ?? now
-            const candidate = Math.max(now.getTime(), base.getTime() + next.frequency * 1000)
+            const candidate = slotAfterFrequencyChange(current.lastCheckedAt?.getTime(), next.frequency, now.getTime())
             if (candidate < nextCheckAt.getTime()) nextCheckAt = new Date(candidate)
           }
           if (next.url !== current.url || next.checkType !== current.checkType) failures = 0
 
-          const updated = yield* sql<MonitorRow>`
-            UPDATE monitors SET
-              name = ${next.name}, url = ${next.url}, method = ${next.method}, check_type = ${next.checkType},
-              frequency = ${next.frequency}, timeout = ${next.timeout}, expected_code = ${next.expectedCode},
-              headers = ${JSON.stringify(next.headers)}::jsonb, body = ${next.body},
-              assertions = ${json(next.assertions)}::jsonb, dns_record_type = ${next.dnsRecordType},
-              expected_value = ${next.expectedValue}, degraded_threshold_ms = ${next.degradedThresholdMs},
-              retries = ${next.retries}, retry_interval = ${next.retryInterval}, active = ${next.active},
-              alert_emails = ${JSON.stringify(next.alertEmails)}::jsonb,
-              status = ${status}, status_since = ${statusSince.toISOString()}::timestamptz,
-              next_check_at = ${nextCheckAt.toISOString()}::timestamptz, consecutive_failures = ${failures},
-              updated_at = ${now.toISOString()}::timestamptz
-            WHERE id = ${id}
-            RETURNING *`.pipe(Effect.orDie)
+          const updated = yield* repository.update(id, {
+            ...next,
+            status,
+            statusSince,
+            nextCheckAt,
+            consecutiveFailures: failures,
+            updatedAt: now
+          }).pipe(Effect.orDie)
           yield* publish(MonitorChangedEvent.make(orgId, { monitorId: id, orgId, change })).pipe(
             Effect.provideService(SqlClient.SqlClient, sql),
             Effect.orDie
           )
-          return toMonitorConfig(updated[0])
+          return updated
         })).pipe(
           Effect.catchTag("SqlError", Effect.die)
         )
@@ -480,10 +350,7 @@ export class Monitors extends Context.Service<Monitors, {
         }
       )
 
-      const loadMonitor = (id: string) =>
-        loadMonitorConfig(id).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-
-      return Monitors.of({ create, list, get, update, remove, heartbeats, loadMonitor })
+      return Monitors.of({ create, list, get, update, remove, heartbeats })
     })
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

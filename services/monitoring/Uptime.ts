@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { MonitorRepository } from "./MonitorRepository.ts"
 
 /**
  * Uptime from hourly rollups (GUIDE §6): the share of a window a monitor was not `down`,
@@ -145,21 +146,15 @@ export const uptimePercent = (totals: UptimeTotals): number => {
   return total <= 0 ? 100 : (totals.upMs / total) * 100
 }
 
-interface TotalsRow {
-  readonly id: string
-  readonly status: string
-  readonly status_since: Date
-  readonly [column: string]: unknown
-}
-
 /**
- * Up and down milliseconds of each monitor in each window ending at `now`, in one query for
+ * Up and down milliseconds of each monitor in each window ending at `now`, in one rollup query for
  * all monitors: rollup hours inside the window count fully, the hour the window starts in
  * counts pro rata (its time is assumed spread evenly over the hour), and the open interval
  * from `status_since` to `now` counts in the current status. Unknown ids are absent.
  */
 export const uptimeTotals = <W extends UptimeWindow>(
   sql: SqlClient.SqlClient,
+  monitors: MonitorRepository["Service"],
   monitorIds: ReadonlyArray<string>,
   windows: ReadonlyArray<W>,
   now: Date
@@ -186,29 +181,33 @@ export const uptimeTotals = <W extends UptimeWindow>(
         sql`${total("down_ms")} AS ${sql.literal(`down_${i}`)}`
       ]
     })
-    const rows = yield* sql<TotalsRow>`
-      SELECT m.id, m.status, m.status_since, r.*
-      FROM monitors m
+    // The monitors' open intervals come from their owner; the rollups are summed here.
+    const spans = yield* monitors.statusSpans(ids)
+    if (spans.length === 0) return result
+    const rows = yield* sql<{ readonly id: string; readonly [column: string]: unknown }>`
+      SELECT m.id, r.*
+      FROM unnest(${spans.map((span) => span.id)}::text[]) AS m(id)
       LEFT JOIN LATERAL (
         SELECT ${sql.csv(sums)}
         FROM monitor_uptime_hourly h
         WHERE h.monitor_id = m.id
           AND h.hour > ${earliest}::timestamptz - interval '1 hour'
           AND h.hour < ${now.toISOString()}::timestamptz
-      ) r ON true
-      WHERE m.id IN ${sql.in(ids)}`
-    for (const row of rows) {
-      const since = row.status_since.getTime()
+      ) r ON true`
+    const byId = new Map(rows.map((row) => [row.id, row]))
+    for (const span of spans) {
+      const row: Record<string, unknown> = byId.get(span.id) ?? {}
+      const since = span.statusSince.getTime()
       const figures = {} as Record<W, UptimeTotals>
       windows.forEach((window, i) => {
         let upMs = Number(row[`up_${i}`] ?? 0)
         let downMs = Number(row[`down_${i}`] ?? 0)
         const open = Math.max(0, nowMs - Math.max(since, starts[i]))
-        if (row.status === "up" || row.status === "degraded") upMs += open
-        else if (row.status === "down") downMs += open
+        if (span.status === "up" || span.status === "degraded") upMs += open
+        else if (span.status === "down") downMs += open
         figures[window] = { upMs, downMs }
       })
-      result.set(row.id, figures)
+      result.set(span.id, figures)
     }
     return result
   })
@@ -247,20 +246,20 @@ export const dailyUptimeTotals = (
 /** Deletes raw heartbeats older than the cutoff, monitor by monitor (index-friendly, bounded transactions). */
 export const pruneHeartbeatsBefore = (
   sql: SqlClient.SqlClient,
+  monitors: MonitorRepository["Service"],
   cutoff: Date
 ): Effect.Effect<number, SqlError> =>
   Effect.gen(function*() {
     let deleted = 0
     let after = ""
     while (true) {
-      const page = yield* sql<{ id: string }>`
-        SELECT id FROM monitors WHERE id > ${after} ORDER BY id LIMIT 500`
+      const page = yield* monitors.idPage(after, 500)
       if (page.length === 0) return deleted
-      after = page[page.length - 1].id
+      after = page[page.length - 1]
       const rows = yield* sql<{ n: number | string }>`
         WITH gone AS (
           DELETE FROM heartbeats
-          WHERE monitor_id IN ${sql.in(page.map((row) => row.id))} AND checked_at < ${cutoff.toISOString()}::timestamptz
+          WHERE monitor_id IN ${sql.in(page)} AND checked_at < ${cutoff.toISOString()}::timestamptz
           RETURNING 1
         )
         SELECT count(*) AS n FROM gone`
@@ -298,6 +297,7 @@ export class Uptime extends Context.Service<Uptime, {
     Uptime,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const monitors = yield* MonitorRepository
 
       const currentNow = (options?: { readonly now?: Date | undefined }) =>
         options?.now !== undefined
@@ -310,7 +310,7 @@ export class Uptime extends Context.Service<Uptime, {
         options?: { readonly now?: Date | undefined }
       ) =>
         currentNow(options).pipe(
-          Effect.flatMap((now) => uptimeTotals(sql, monitorIds, windows, now)),
+          Effect.flatMap((now) => uptimeTotals(sql, monitors, monitorIds, windows, now)),
           Effect.orDie,
           Effect.withSpan("Uptime.totals")
         )
@@ -332,7 +332,7 @@ export class Uptime extends Context.Service<Uptime, {
 
       const pruneHeartbeats = Effect.fn("Uptime.pruneHeartbeats")(function*(olderThanDays: number = 90) {
         const now = yield* Clock.currentTimeMillis
-        return yield* pruneHeartbeatsBefore(sql, new Date(now - olderThanDays * DAY_MS)).pipe(Effect.orDie)
+        return yield* pruneHeartbeatsBefore(sql, monitors, new Date(now - olderThanDays * DAY_MS)).pipe(Effect.orDie)
       })
 
       const daily = (monitorIds: ReadonlyArray<string>, days: number) =>
@@ -344,5 +344,5 @@ export class Uptime extends Context.Service<Uptime, {
 
       return Uptime.of({ uptime, totals, daily, pruneHeartbeats })
     })
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

@@ -1,6 +1,9 @@
-import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
+import type { AlertSubject } from "../monitoring/MonitorRows.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
 import { renderMailHtml } from "./mailLayout.ts"
@@ -23,23 +26,7 @@ export interface MonitorAlertsOptions {
   readonly reminderEvery?: Duration.Input | undefined
 }
 
-interface MonitorStatusData {
-  readonly monitorId: string
-  readonly name: string
-  readonly status: string
-  readonly previousStatus: string
-  readonly timestamp: string
-}
-
-interface MonitorFacts {
-  readonly id: string
-  readonly orgId: string
-  readonly name: string
-  readonly url: string
-  readonly slug: string
-  readonly orgName: string
-  readonly alertEmails: ReadonlyArray<string> | null
-}
+type MonitorFacts = AlertSubject
 
 type AlertKind = "down" | "recovered" | "reminder"
 
@@ -103,17 +90,12 @@ export const alertMail = (options: {
 
 const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   const sql = yield* SqlClient.SqlClient
+  const monitors = yield* MonitorRepository
   const events = yield* Events
   const { baseUrl } = yield* AppConfig
   const reminderMs = Duration.toMillis(Duration.fromInputUnsafe(options.reminderEvery ?? "1 hour"))
 
-  const loadMonitor = (monitorId: string) =>
-    Effect.map(
-      sql<MonitorFacts>`
-        SELECT m.id, m.org_id AS "orgId", m.name, m.url, o.slug, o.name AS "orgName", m.alert_emails AS "alertEmails"
-        FROM monitors m JOIN organizations o ON o.id = m.org_id WHERE m.id = ${monitorId}`,
-      (rows) => rows[0]
-    )
+  const loadMonitor = (monitorId: string) => Effect.map(monitors.alertSubject(monitorId), Option.getOrUndefined)
 
   /** Owners and admins of the organization, plus the monitor's own addresses, each once. */
   const recipients = (monitor: MonitorFacts) =>
@@ -121,7 +103,7 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
       sql<{ email: string }>`
         SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
         WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`,
-      (rows) => [...new Set([...rows.map((row) => row.email), ...(monitor.alertEmails ?? [])].map((e) => e.trim()))]
+      (rows) => [...new Set([...rows.map((row) => row.email), ...monitor.alertEmails].map((e) => e.trim()))]
     )
 
   const statusPageUrl = (slug: string) => `${baseUrl.replace(/\/$/, "")}/status/${encodeURIComponent(slug)}`
@@ -140,11 +122,18 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
 
   const onStatus = (event: DomainEvent) =>
     Effect.gen(function*() {
-      const data = event.data as MonitorStatusData
+      // Decoded with the event's own Schema (the one the recorder published it with).
+      const decoded = MonitorStatusEvent.match(event)
+      if (Option.isNone(decoded)) {
+        return yield* Effect.logWarning("MonitorAlerts: malformed monitor.status event", event.id)
+      }
+      const data = decoded.value
       const at = new Date(data.timestamp)
       if (data.status === "down" && data.previousStatus !== "down") {
         const monitor = yield* loadMonitor(data.monitorId)
-        if (monitor === undefined) return
+        if (monitor === undefined) {
+          return
+        }
         const [beat] = yield* sql<{ error: string | null; statusCode: number | null }>`
           SELECT error, status_code AS "statusCode" FROM heartbeats
           WHERE monitor_id = ${data.monitorId} ORDER BY checked_at DESC, id DESC LIMIT 1`
@@ -171,10 +160,13 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   const sweepReminders = sql.withTransaction(Effect.gen(function*() {
     const due = yield* sql<{ monitorId: string; downEventId: string; downSince: Date; error: string | null }>`
       SELECT a.monitor_id AS "monitorId", a.down_event_id AS "downEventId", a.down_since AS "downSince", a.error
-      FROM monitor_alerts a JOIN monitors m ON m.id = a.monitor_id
-      WHERE m.active AND m.status = 'down' AND a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+      FROM monitor_alerts a
+      WHERE a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+    // Reminders only while the monitor is still active and down.
+    const stillDown = yield* monitors.activeDown(due.map((alert) => alert.monitorId))
     const now = new Date()
     for (const alert of due) {
+      if (!stillDown.has(alert.monitorId)) continue
       const monitor = yield* loadMonitor(alert.monitorId)
       if (monitor === undefined) continue
       const period = Math.floor((now.getTime() - alert.downSince.getTime()) / reminderMs)
@@ -202,6 +194,7 @@ export class MonitorAlerts extends Context.Service<MonitorAlerts, {
   /** Enqueues the reminders that are due now (the layer runs this every sweep interval). */
   readonly sweepReminders: Effect.Effect<void, SqlError>
 }>()("canopy/notifications/MonitorAlerts") {
-  static readonly layerWith = (options: MonitorAlertsOptions = {}) => Layer.effect(MonitorAlerts, make(options))
+  static readonly layerWith = (options: MonitorAlertsOptions = {}) =>
+    Layer.effect(MonitorAlerts, make(options)).pipe(Layer.provide(MonitorRepository.layer))
   static readonly layer = MonitorAlerts.layerWith()
 }

@@ -5,6 +5,7 @@ import type { Component, ComponentList, CreateComponent, UpdateComponent } from 
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import { monitorValidationError } from "../../schemas/Monitoring.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
+import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 
@@ -52,6 +53,7 @@ export class Components extends Context.Service<Components, {
     Components,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const monitors = yield* MonitorRepository
       const notFound = (id: string) => new NotFound({ message: `Component '${id}' not found` })
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
@@ -76,7 +78,7 @@ export class Components extends Context.Service<Components, {
 
       const checkMonitors = (orgId: string, ids: ReadonlyArray<string> | undefined) =>
         Effect.gen(function*() {
-          const issues = ids === undefined ? [] : yield* foreignMonitorIssues(orgId, "monitorIds", ids)
+          const issues = ids === undefined ? [] : yield* foreignMonitorIssues(monitors, orgId, "monitorIds", ids)
           if (issues.length > 0) return yield* monitorValidationError(issues)
         })
 
@@ -149,5 +151,5 @@ export class Components extends Context.Service<Components, {
 
       return Components.of({ create, list, get, update, remove })
     })
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

@@ -1,9 +1,11 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Incident, IncidentSeverity } from "../../schemas/Incidents.ts"
 import type { OverallStatus, StatusSummary as Summary, Widget } from "../../schemas/Status.ts"
 import { type ActiveIncident, Incidents } from "../incidents/Incidents.ts"
+import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
+import type { MonitorHealth } from "../monitoring/MonitorRows.ts"
 import { roundUptime } from "../monitoring/Monitors.ts"
 import { Uptime, type UptimeWindow } from "../monitoring/Uptime.ts"
 import { Components } from "./Components.ts"
@@ -86,13 +88,6 @@ type Figures = ReadonlyArray<Record<UptimeWindow, number>>
 const UPTIME_MEMO_MS = 5_000
 const UPTIME_MEMO_ORGS = 10_000
 
-interface MonitorRow {
-  readonly id: string
-  readonly name: string
-  readonly status: string
-  readonly last_checked_at: Date | null
-}
-
 /**
  * The single source of public status: the summary (overall and component status, uptime,
  * active incidents), the widget, and the uptime a badge shows. Paused monitors are left out
@@ -113,6 +108,7 @@ export class StatusSummary extends Context.Service<StatusSummary, {
     StatusSummary,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const monitorRepository = yield* MonitorRepository
       const uptime = yield* Uptime
       const incidents = yield* Incidents
       const components = yield* Components
@@ -143,13 +139,10 @@ export class StatusSummary extends Context.Service<StatusSummary, {
           return figures
         })
 
-      const activeMonitors = (orgId: string) =>
-        sql<MonitorRow>`
-          SELECT id, name, status, last_checked_at FROM monitors WHERE org_id = ${orgId} AND active
-          ORDER BY created_at, id`.pipe(Effect.orDie)
+      const activeMonitors = (orgId: string) => monitorRepository.healthOfOrg(orgId).pipe(Effect.orDie)
 
       const summarize = (
-        monitors: ReadonlyArray<MonitorRow>,
+        monitors: ReadonlyArray<MonitorHealth>,
         unresolved: ReadonlyArray<ActiveIncident>,
         orgId: string
       ) =>
@@ -201,7 +194,7 @@ export class StatusSummary extends Context.Service<StatusSummary, {
         const summary = yield* summarize(monitors, unresolved, org.id)
         // The newest heartbeat is each monitor's last check; with no data at all, now.
         const times = [
-          ...monitors.flatMap((m) => m.last_checked_at === null ? [] : [m.last_checked_at.getTime()]),
+          ...monitors.flatMap((m) => m.lastCheckedAt === null ? [] : [m.lastCheckedAt.getTime()]),
           ...(incidentChange === undefined ? [] : [incidentChange.getTime()])
         ]
         const lastUpdated = times.length > 0 ? Math.max(...times) : yield* Clock.currentTimeMillis
@@ -217,14 +210,13 @@ export class StatusSummary extends Context.Service<StatusSummary, {
       const monitorUptime = Effect.fn("StatusSummary.monitorUptime")(
         function*(slug: string, monitorId: string, window: UptimeWindow) {
           const org = yield* organization(slug)
-          const rows = yield* sql<{ id: string; name: string }>`
-            SELECT id, name FROM monitors WHERE id = ${monitorId} AND org_id = ${org.id}`.pipe(Effect.orDie)
-          if (rows.length === 0) return yield* new NotFound({ message: `Monitor '${monitorId}' not found` })
+          const monitor = yield* monitorRepository.find(monitorId, { orgId: org.id }).pipe(Effect.orDie)
+          if (Option.isNone(monitor)) return yield* new NotFound({ message: `Monitor '${monitorId}' not found` })
           const totals = (yield* uptime.totals([monitorId], [window])).get(monitorId)?.[window]
           const measured = totals !== undefined && totals.upMs + totals.downMs > 0
           return {
-            id: rows[0].id,
-            name: rows[0].name,
+            id: monitor.value.id,
+            name: monitor.value.name,
             uptime: measured ? roundUptime((totals.upMs / (totals.upMs + totals.downMs)) * 100) : null
           }
         }
@@ -247,5 +239,5 @@ export class StatusSummary extends Context.Service<StatusSummary, {
         monitorUptime
       })
     })
-  )
+  ).pipe(Layer.provide(MonitorRepository.layer))
 }

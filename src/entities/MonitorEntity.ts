@@ -4,7 +4,7 @@ import { identity } from "effect/Function"
 import type { SqlError } from "effect/sql/SqlError"
 import { CheckRecorder, type MonitorSchedule } from "../../services/monitoring/CheckRecorder.ts"
 import { Checker, type CheckTarget } from "../../services/monitoring/checks/Checker.ts"
-import { currentSlot, retryFits } from "../../services/monitoring/MonitorState.ts"
+import { currentSlot, retryFits, slotAfterFrequencyChange } from "../../services/monitoring/MonitorState.ts"
 import { Monitor } from "./Monitor.ts"
 import { MonitorAlarms } from "./MonitorAlarms.ts"
 
@@ -63,7 +63,9 @@ export const MonitorEntityLayer = Monitor.toLayer(
           // is due at once.)
           const last = yield* recorder.lastSlotAt(monitorId)
           const now = yield* Clock.currentTimeMillis
-          const wanted = Option.isSome(last) ? last.value + schedule.frequency * 1000 : undefined
+          const wanted = Option.isSome(last)
+            ? slotAfterFrequencyChange(last.value, schedule.frequency, now)
+            : undefined
           if (wanted !== undefined && schedule.nextCheckAt < wanted && wanted > now) {
             const moved = yield* recorder.reschedule({ monitorId, expected: schedule.nextCheckAt, next: wanted })
             if (!moved) return yield* plan(false)

@@ -41,6 +41,12 @@ import { type MonitorSchedulingOptions, MonitorSweeper } from "./MonitorSweeper.
  * shards (about a second), whatever happened meanwhile. An alarm whose monitor is no
  * longer hosted here is dropped when it fires.
  *
+ * Why not the cluster's durable timers (persisted messages whose payload implements
+ * `DeliverAt`): measured with `bench:monitors`, they deliver only at the storage poll (up to
+ * a poll interval late), write about six rows in the cluster's message tables per slot and
+ * never delete them, and checked far fewer slots on the same machine (docs/decisions.md,
+ * "Monitor timers"). Durability comes from the `monitors` row, which the sweep re-arms from.
+ *
  * Raw heartbeats older than 90 days are pruned daily by a cluster cron (one runner).
  */
 

@@ -49,8 +49,11 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
       for (const schedule of schedules) {
         const current = alarms.entry(schedule.id)
         // Missing, or a slot alarm for another slot than the row's (left from an earlier
-        // stay of the shard on this runner, or a change whose event was missed).
-        const stale = current !== undefined && !current.inFlight && current.alarm.kind === "slot" &&
+        // stay of the shard on this runner, or a change whose event was missed). That holds
+        // for a delivered ("in flight") slot alarm too: a claim re-arms at once, so a
+        // delivered alarm whose slot the row has left was claimed elsewhere or lost — say,
+        // sent while its shard moved away — and must not block re-arming for IN_FLIGHT_MS.
+        const stale = current !== undefined && current.alarm.kind === "slot" &&
           current.alarm.expected !== schedule.nextCheckAt
         if ((current === undefined || stale) && hostedHere(schedule.id)) {
           alarms.set(schedule.id, schedule.nextCheckAt, {

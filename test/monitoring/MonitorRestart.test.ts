@@ -146,8 +146,9 @@ describe("Monitor schedules across restarts and runners", () => {
           date_trunc('milliseconds', now()) + (i * 100) * interval '1 millisecond'
         FROM generate_series(0, ${count - 1}) AS i`
 
-      // The second runner joins while the first slots are coming due: shards move from A to B.
-      yield* realSleep(1500)
+      // The second runner joins while the first slots are coming due (A has checked a few of
+      // the 40, spread over 4 s): shards move from A to B.
+      yield* eventually("first slots checked by runner A", heartbeatsOf(a.sql, ids), (beats) => beats.length >= 5)
       const b = yield* startAppOn(databaseUrl, runner(yield* freePort))
       const firstRound = yield* eventually(
         "first round",
