@@ -130,7 +130,11 @@ export class EventPreparation extends Context.Service<EventPreparation, {
             ? Effect.succeed(input)
             : Effect.map(
               sourceMaps.symbolicate(orgId, input.release, input.exception.stacktrace.frames),
-              (frames): ObserveEvent => ({ ...input, exception: { ...input.exception, stacktrace: { frames } } })
+              (frames): ObserveEvent =>
+                // Without a matching map the frames come back as they were: no copy.
+                frames === input.exception?.stacktrace?.frames
+                  ? input
+                  : { ...input, exception: { ...input.exception, stacktrace: { frames } } }
             ),
           (event): PreparedEvent => {
             const isSpan = event.level === "span"
