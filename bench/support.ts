@@ -65,7 +65,8 @@ export const startProcess = async (entry: string, env: Record<string, string>, r
   const deadline = Date.now() + 90_000
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${entry} exited:\n${output}`)
-    if (await fetch(readyUrl).then((r) => r.ok, () => false)) return child
+    // Bounded: a probe that hangs (a busy machine) must not outlast the deadline.
+    if (await fetch(readyUrl, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false)) return child
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
   child.kill("SIGKILL")
