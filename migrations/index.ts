@@ -9,6 +9,7 @@ import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 import repositoryNumbers from "./0010_repository_numbers.ts"
 import repositoryIssues from "./0012_repository_issues.ts"
+import observeEventReferences from "./0016_observe_event_references.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards,
   "0010_repository_numbers": repositoryNumbers,
-  "0012_repository_issues": repositoryIssues
+  "0012_repository_issues": repositoryIssues,
+  "0016_observe_event_references": observeEventReferences
 }

@@ -5,8 +5,9 @@ import type { SpanInput } from "./Performance.ts"
 /**
  * What one group commit writes, decided before its transaction starts (pure): which
  * events are kept, the issue and release counter deltas (every event counts, kept or
- * not), the distinct-user pairs, the spans. Rows of each kind are sorted by key, so
- * commits running side by side take their row locks in one order and cannot deadlock.
+ * not), the distinct-user pairs and stacks not yet known to be stored, the spans. Rows of
+ * each kind are sorted by key, so commits running side by side take their row locks in one
+ * order and cannot deadlock.
  */
 
 export interface IssueDelta {
@@ -49,9 +50,23 @@ export interface CommitPlan {
   readonly dropped: number
   readonly issues: ReadonlyArray<IssueDelta>
   readonly releases: ReadonlyArray<ReleaseDelta>
+  /** Issue × user pairs not known to be stored (`userPairKey`). */
   readonly users: ReadonlyArray<{ readonly issue_id: string; readonly user_key: string }>
+  /** Stacks of kept events not known to be stored: id → frames JSON. */
+  readonly stacks: ReadonlyMap<string, string>
   readonly spans: ReadonlyArray<SpanInput>
 }
+
+/** What the planner's caller remembers as already committed (a miss only costs a redundant upsert). */
+export interface StoredRows {
+  readonly hasStack: (stackId: string) => boolean
+  readonly hasUser: (pairKey: string) => boolean
+}
+
+/** The key of an issue × user pair in `StoredRows.hasUser`. */
+export const userPairKey = (issueId: string, userKey: string) => `${issueId}\u0000${userKey}`
+
+const nothingStored: StoredRows = { hasStack: () => false, hasUser: () => false }
 
 const isError = (level: string) => level === "error" || level === "fatal"
 const byKey = <A>(key: (a: A) => string) => (a: A, b: A) => key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0
@@ -67,11 +82,13 @@ export const planCommit = (
     readonly get: (fingerprint: string) => string | undefined
     readonly set: (fingerprint: string, id: string) => void
   },
-  decide: (event: PreparedEvent, force: boolean) => number
+  decide: (event: PreparedEvent, force: boolean) => number,
+  stored: StoredRows = nothingStored
 ): CommitPlan => {
   const issues = new Map<string, IssueDelta>()
   const releases = new Map<string, ReleaseDelta>()
   const users = new Map<string, { issue_id: string; user_key: string }>()
+  const stacks = new Map<string, string>()
   const kept: Array<KeptEvent> = []
   const spans: Array<SpanInput> = []
   let dropped = 0
@@ -147,11 +164,16 @@ export const planCommit = (
     }
     if (event.environment !== null) issue.environments.add(event.environment)
     if (event.userKey !== null) {
-      users.set(`${issue.id}\u0000${event.userKey}`, { issue_id: issue.id, user_key: event.userKey })
+      const key = userPairKey(issue.id, event.userKey)
+      if (!stored.hasUser(key)) users.set(key, { issue_id: issue.id, user_key: event.userKey })
     }
     const weight = decide(event, first)
-    if (weight > 0) kept.push({ event, issueId: issue.id, weight })
-    else dropped++
+    if (weight > 0) {
+      kept.push({ event, issueId: issue.id, weight })
+      if (event.stackId !== null && !stored.hasStack(event.stackId)) stacks.set(event.stackId, event.stack!)
+    } else {
+      dropped++
+    }
   }
 
   return {
@@ -160,6 +182,7 @@ export const planCommit = (
     issues: [...issues.values()].sort(byKey((issue) => issue.fingerprint)),
     releases: [...releases.values()].sort(byKey((release) => release.version)),
     users: [...users.entries()].sort(byKey(([key]) => key)).map(([, pair]) => pair),
+    stacks: new Map([...stacks].sort(byKey(([id]) => id))),
     spans
   }
 }

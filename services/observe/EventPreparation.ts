@@ -1,9 +1,9 @@
 import { Context, Effect, Exit, Layer, Schema } from "effect"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
 import { MAX_BATCH, ObserveEvent } from "../../schemas/Observe.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeEventFast, isoTimestampMillis } from "./FastEventDecoder.ts"
 import { culprit, fingerprint, issueTitle } from "./Fingerprint.ts"
 import { SourceMaps } from "./SourceMaps.ts"
 
@@ -78,8 +78,18 @@ const userKey = (user: ObserveEvent["user"]): string | null =>
 const toMillis = (timestamp: ObserveEvent["timestamp"], fallback: number): number => {
   if (timestamp === undefined) return fallback
   if (typeof timestamp === "number") return timestamp
-  return parseIsoTimestamp(timestamp)?.getTime() ?? fallback
+  return isoTimestampMillis(timestamp) ?? fallback
 }
+
+/** What an exception's type and frames alone decide: computed once per distinct stack. */
+interface StackFacts {
+  readonly stackId: string
+  readonly fingerprint: string
+  readonly culprit: string | null
+}
+
+/** Distinct (type, stack) pairs remembered per runner; past this the memory starts over. */
+const maxRememberedStacks = 10_000
 
 export class EventPreparation extends Context.Service<EventPreparation, {
   /** Splits and validates a parsed JSON body (single event or `{events}`) received at `receivedAt`. */
@@ -96,58 +106,85 @@ export class EventPreparation extends Context.Service<EventPreparation, {
     Effect.gen(function*() {
       const sourceMaps = yield* SourceMaps
 
+      // type + "\u0000" + frames JSON → facts. Events of one bug repeat their stack, so the
+      // fingerprint (filename normalisation, SHA-256) and the stack's hash are computed once.
+      const stacks = new Map<string, StackFacts>()
+      const factsOf = (event: ObserveEvent, stack: string): StackFacts => {
+        // A custom fingerprint depends on more than the stack: not remembered.
+        if (event.fingerprint !== undefined) {
+          return { stackId: sha256Hex(stack).slice(0, 32), fingerprint: fingerprint(event), culprit: culprit(event) }
+        }
+        const key = `${event.exception?.type ?? ""}\u0000${stack}`
+        let facts = stacks.get(key)
+        if (facts === undefined) {
+          facts = { stackId: sha256Hex(stack).slice(0, 32), fingerprint: fingerprint(event), culprit: culprit(event) }
+          if (stacks.size >= maxRememberedStacks) stacks.clear()
+          stacks.set(key, facts)
+        }
+        return facts
+      }
+
       const prepareOne = (orgId: string, input: ObserveEvent, receivedAt: number) =>
-        Effect.gen(function*() {
-          const frames = input.exception?.stacktrace?.frames
-          const event: ObserveEvent = frames !== undefined && frames.length > 0
-            ? {
-              ...input,
-              exception: {
-                ...input.exception,
-                stacktrace: { frames: yield* sourceMaps.symbolicate(orgId, input.release, frames) }
-              }
+        Effect.map(
+          input.exception?.stacktrace?.frames === undefined || input.exception.stacktrace.frames.length === 0
+            ? Effect.succeed(input)
+            : Effect.map(
+              sourceMaps.symbolicate(orgId, input.release, input.exception.stacktrace.frames),
+              (frames): ObserveEvent =>
+                // Without a matching map the frames come back as they were: no copy.
+                frames === input.exception?.stacktrace?.frames
+                  ? input
+                  : { ...input, exception: { ...input.exception, stacktrace: { frames } } }
+            ),
+          (event): PreparedEvent => {
+            const isSpan = event.level === "span"
+            const stackFrames = event.exception?.stacktrace?.frames
+            const stack = stackFrames === undefined || stackFrames.length === 0 ? null : JSON.stringify(stackFrames)
+            const facts = stack === null || isSpan ? null : factsOf(event, stack)
+            const withoutFrames = stack === null ? event : {
+              ...event,
+              exception: { type: event.exception?.type, value: event.exception?.value }
             }
-            : input
-          const isSpan = event.level === "span"
-          const stackFrames = event.exception?.stacktrace?.frames
-          const stack = stackFrames === undefined || stackFrames.length === 0 ? null : JSON.stringify(stackFrames)
-          const withoutFrames = stack === null ? event : {
-            ...event,
-            exception: { type: event.exception?.type, value: event.exception?.value }
+            const span = event.span
+            const message = event.message ?? span?.name ?? ""
+            return {
+              id: makeId("evt"),
+              eventId: event.event_id ?? null,
+              level: event.level ?? (event.exception === undefined ? "info" : "error"),
+              message,
+              timestamp: toMillis(event.timestamp, receivedAt),
+              receivedAt,
+              release: event.release ?? null,
+              environment: event.environment ?? null,
+              userKey: userKey(event.user),
+              fingerprint: isSpan ? null : facts?.fingerprint ?? fingerprint(event),
+              title: isSpan ? message : issueTitle(event) || message,
+              type: event.exception?.type ?? null,
+              culprit: isSpan ? null : facts === null ? culprit(event) : facts.culprit,
+              data: JSON.stringify(withoutFrames),
+              stack,
+              stackId: stack === null ? null : facts?.stackId ?? sha256Hex(stack).slice(0, 32),
+              span: isSpan && span !== undefined
+                ? { ...span, parentId: span.parentId ?? null }
+                : null
+            }
           }
-          const span = event.span
-          const message = event.message ?? span?.name ?? ""
-          const prepared: PreparedEvent = {
-            id: makeId("evt"),
-            eventId: event.event_id ?? null,
-            level: event.level ?? (event.exception === undefined ? "info" : "error"),
-            message,
-            timestamp: toMillis(event.timestamp, receivedAt),
-            receivedAt,
-            release: event.release ?? null,
-            environment: event.environment ?? null,
-            userKey: userKey(event.user),
-            fingerprint: isSpan ? null : fingerprint(event),
-            title: isSpan ? message : issueTitle(event) || message,
-            type: event.exception?.type ?? null,
-            culprit: isSpan ? null : culprit(event),
-            data: JSON.stringify(withoutFrames),
-            stack,
-            stackId: stack === null ? null : sha256Hex(stack).slice(0, 32),
-            span: isSpan && span !== undefined
-              ? { ...span, parentId: span.parentId ?? null }
-              : null
-          }
-          return prepared
-        })
+        )
+
+      /** The hand-checked fast path first; the Schema decides (and words the error) otherwise. */
+      const decode = (raw: unknown): { readonly event: ObserveEvent } | { readonly error: string } => {
+        const fast = decodeEventFast(raw)
+        if (fast !== undefined) return { event: fast }
+        const exit = decodeEvent(raw)
+        if (Exit.isSuccess(exit)) return { event: exit.value }
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        return { error: failure === undefined ? "invalid event" : describe(failure.error.issue) }
+      }
 
       const validate = (raw: unknown): { readonly event: ObserveEvent } | { readonly error: string } => {
-        const exit = decodeEvent(raw)
-        if (Exit.isFailure(exit)) {
-          const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
-          return { error: failure === undefined ? "invalid event" : describe(failure.error.issue) }
-        }
-        const event = exit.value
+        const decoded = decode(raw)
+        if ("error" in decoded) return decoded
+        const event = decoded.event
         if (event.level === "span" && event.span === undefined) return { error: "span: required when level is span" }
         if (event.level !== "span" && event.message === undefined) return { error: "message: is required" }
         return { event }

@@ -9,11 +9,11 @@ import type { SamplingWindow } from "./Sampling.ts"
 
 /**
  * One group commit of an organization's ingest entity (a `CommitPlan`) in one
- * transaction, with a handful of statements whatever the number of events (rows travel
- * as one JSON document per kind, expanded by `json_to_recordset`): stacks and kept
- * events (no contended rows), then the contended counters — distinct users, issues
- * (every event counts; a resolved issue regresses), releases, the sampling window —
- * then spans (`Performance.recordSpans`) and `observe.issue.created` / `observe.issue.regressed`.
+ * transaction of one statement whatever the number of events (rows travel as one JSON
+ * document per kind, expanded by `json_to_recordset`): new stacks, kept events, distinct
+ * users, issues (every event counts; a resolved issue regresses), releases, the sampling
+ * window; then spans (`Performance.recordSpans`) and `observe.issue.created` /
+ * `observe.issue.regressed` when there are any.
  *
  * Several commits of one organization may run at once: the uncontended inserts overlap
  * and the counter rows are locked late, in one order (see `CommitPlan`).
@@ -72,31 +72,52 @@ export class IngestWriter extends Context.Service<IngestWriter, {
 
       const write = (orgId: string, plan: CommitPlan, window: SamplingWindow) =>
         sql.withTransaction(Effect.gen(function*() {
-          // Row locks are taken class by class in this order, each class sorted by key.
-          const stacks = new Map(
-            plan.kept.flatMap(({ event }) => event.stackId === null ? [] : [[event.stackId, event.stack!] as const])
-          )
-          if (plan.kept.length > 0) {
-            yield* sql`
-              WITH stacks AS (
-                INSERT INTO observe_stacks (org_id, id, frames)
-                SELECT ${orgId}, v.id, v.frames
-                FROM json_to_recordset(${stacksJson(stacks)}::json) AS v(id text, frames json)
-                ON CONFLICT DO NOTHING
-              )
+          // One statement for every row kind (a round trip each cost more than the rows). Its
+          // parts run in one order for every commit: the uncontended stacks and events first
+          // (the main query's one-time filter counts them, so it waits for them), then the
+          // distinct users and issues (the main query), then releases and the sampling window
+          // (run after it). Rows of each kind are sorted by key, so concurrent commits take
+          // their row locks in one order, and the contended counter rows are locked late.
+          const upserted = yield* sql<{ id: string; inserted: boolean; regressed: boolean }>`
+            WITH stacks AS (
+              INSERT INTO observe_stacks (org_id, id, frames)
+              SELECT ${orgId}, v.id, v.frames
+              FROM json_to_recordset(${stacksJson(plan.stacks)}::json) AS v(id text, frames json)
+              ON CONFLICT DO NOTHING
+              RETURNING 1
+            ), events AS (
               INSERT INTO observe_events (id, org_id, issue_id, event_id, level, message, timestamp, received_at,
                 release, environment, sample_weight, stack_id, data)
               SELECT v.id, ${orgId}, v.issue_id, v.event_id, v.level, v.message, to_timestamp(v.ts / 1000.0),
                 to_timestamp(v.rcv / 1000.0), v.release, v.environment, v.weight, v.stack_id, v.data
               FROM json_to_recordset(${eventRowsJson(plan.kept)}::json) AS v(id text, issue_id text, event_id text,
                 level text, message text, ts float8, rcv float8, release text, environment text, weight real,
-                stack_id text, data json)`
-          }
-          // Distinct users first (their rows lock before the issues'), counted into the issue upsert.
-          const upserted = plan.issues.length === 0 ? [] : yield* sql<
-            { id: string; inserted: boolean; regressed: boolean }
-          >`
-            WITH seen AS (
+                stack_id text, data json)
+              RETURNING 1
+            ), releases AS (
+              INSERT INTO observe_releases AS r (org_id, version, events, errors, spans, error_spans, new_issues,
+                first_seen, last_seen)
+              SELECT ${orgId}, v.version, v.events, v.errors, v.spans, v."errorSpans", v."newIssues",
+                to_timestamp(v.first / 1000.0), to_timestamp(v.last / 1000.0)
+              FROM json_to_recordset(${JSON.stringify(plan.releases)}::json) AS v(version text,
+                events bigint, errors bigint, spans bigint, "errorSpans" bigint, "newIssues" int, first float8,
+                last float8)
+              ON CONFLICT (org_id, version) DO UPDATE SET
+                events = r.events + EXCLUDED.events,
+                errors = r.errors + EXCLUDED.errors,
+                spans = r.spans + EXCLUDED.spans,
+                error_spans = r.error_spans + EXCLUDED.error_spans,
+                new_issues = r.new_issues + EXCLUDED.new_issues,
+                first_seen = least(r.first_seen, EXCLUDED.first_seen),
+                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)
+            ), sampling AS (
+              -- Commits may finish out of order, so the window only moves forward.
+              INSERT INTO observe_ingest_windows AS w (org_id, window_start, total, kept, previous_total)
+              VALUES (${orgId}, ${window.start}, ${window.total}, ${window.kept}, ${window.previousTotal})
+              ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, total = EXCLUDED.total,
+                kept = EXCLUDED.kept, previous_total = EXCLUDED.previous_total
+              WHERE (EXCLUDED.window_start, EXCLUDED.total) > (w.window_start, w.total)
+            ), seen AS (
               INSERT INTO observe_issue_users (issue_id, user_key)
               SELECT u.issue_id, u.user_key
               FROM json_to_recordset(${JSON.stringify(plan.users)}::json) AS u(issue_id text, user_key text)
@@ -113,6 +134,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
                 count bigint, first float8, last float8, "firstRelease" text, "lastRelease" text, releases text[],
                 environments text[], ord int)
             LEFT JOIN new_users n ON n.issue_id = v.id
+            WHERE (SELECT count(*) FROM stacks) + (SELECT count(*) FROM events) >= 0
             ORDER BY v.ord
             ON CONFLICT (org_id, fingerprint) DO UPDATE SET
               count = i.count + EXCLUDED.count,
@@ -130,31 +152,6 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END,
               regressed_at = CASE WHEN i.status = 'resolved' THEN now() ELSE i.regressed_at END
             RETURNING id, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed`
-          // Release counters and the sampling window; commits may finish out of order, so the
-          // window only moves forward.
-          yield* sql`
-            WITH releases AS (
-              INSERT INTO observe_releases AS r (org_id, version, events, errors, spans, error_spans, new_issues,
-                first_seen, last_seen)
-              SELECT ${orgId}, v.version, v.events, v.errors, v.spans, v."errorSpans", v."newIssues",
-                to_timestamp(v.first / 1000.0), to_timestamp(v.last / 1000.0)
-              FROM json_to_recordset(${JSON.stringify(plan.releases)}::json) AS v(version text,
-                events bigint, errors bigint, spans bigint, "errorSpans" bigint, "newIssues" int, first float8,
-                last float8)
-              ON CONFLICT (org_id, version) DO UPDATE SET
-                events = r.events + EXCLUDED.events,
-                errors = r.errors + EXCLUDED.errors,
-                spans = r.spans + EXCLUDED.spans,
-                error_spans = r.error_spans + EXCLUDED.error_spans,
-                new_issues = r.new_issues + EXCLUDED.new_issues,
-                first_seen = least(r.first_seen, EXCLUDED.first_seen),
-                last_seen = greatest(r.last_seen, EXCLUDED.last_seen)
-            )
-            INSERT INTO observe_ingest_windows AS w (org_id, window_start, total, kept, previous_total)
-            VALUES (${orgId}, ${window.start}, ${window.total}, ${window.kept}, ${window.previousTotal})
-            ON CONFLICT (org_id) DO UPDATE SET window_start = EXCLUDED.window_start, total = EXCLUDED.total,
-              kept = EXCLUDED.kept, previous_total = EXCLUDED.previous_total
-            WHERE (EXCLUDED.window_start, EXCLUDED.total) > (w.window_start, w.total)`
           if (plan.spans.length > 0) yield* performance.recordSpans(orgId, plan.spans)
 
           const newIssues = upserted.filter((row) => row.inserted).map((row) => row.id)

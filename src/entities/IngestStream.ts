@@ -3,7 +3,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
 import { Alerts } from "../../services/observe/Alerts.ts"
-import { type CommitPlan, planCommit } from "../../services/observe/CommitPlan.ts"
+import { type CommitPlan, planCommit, userPairKey } from "../../services/observe/CommitPlan.ts"
 import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestClock } from "../../services/observe/IngestClock.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
@@ -59,6 +59,20 @@ const maxCommitsInFlight = 6
 const minEventsToOverlap = 10
 /** Fingerprints whose issue id is remembered; past this the memory starts over. */
 const maxKnownFingerprints = 100_000
+/** Stack ids and issue × user pairs remembered as committed; past this the memory starts over. */
+const maxRememberedRows = 200_000
+
+/** A set that starts over when full: a forgotten row only costs a redundant upsert. */
+const boundedSet = (max: number) => {
+  const set = new Set<string>()
+  return {
+    has: (key: string) => set.has(key),
+    add: (key: string) => {
+      if (set.size >= max) set.clear()
+      set.add(key)
+    }
+  }
+}
 
 interface Pending {
   readonly events: ReadonlyArray<PreparedEvent>
@@ -100,6 +114,15 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         if (known.size >= maxKnownFingerprints) known.clear()
         known.set(fingerprint, id)
       }
+    }
+    // Stacks and distinct-user pairs this entity committed: not sent again. This entity is
+    // their organization's only writer and they are never deleted but with the organization.
+    const storedStacks = boundedSet(maxRememberedRows)
+    const seenUsers = boundedSet(maxRememberedRows)
+    const storedRows = { hasStack: storedStacks.has, hasUser: seenUsers.has }
+    const remember = (plan: CommitPlan) => {
+      for (const stackId of plan.stacks.keys()) storedStacks.add(stackId)
+      for (const pair of plan.users) seenUsers.add(userPairKey(pair.issue_id, pair.user_key))
     }
 
     const finish = (batch: ReadonlyArray<Pending>, exit: Exit.Exit<SamplingWindow, unknown>) =>
@@ -173,7 +196,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
           const decision = decide(current, limit, force, Math.random())
           current = decision.window
           return decision.weight
-        })
+        }, storedRows)
         window = current
         const committed = current
         yield* writer.write(orgId, plan, committed).pipe(
@@ -186,6 +209,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
                 if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
               }
             }
+            if (exit._tag === "Success") remember(plan)
             // Spikes before answering: a client that saw 202 can already see the alert it caused.
             return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
           }),

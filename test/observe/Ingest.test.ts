@@ -274,4 +274,18 @@ layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("observe ing
         .toEqual([["1.0", 1, 1], ["2.0", 2, 1]])
       expect((yield* api(key, "/releases/9.9")).status).toBe(404)
     }))
+
+  it.effect("deleting an issue or an organization deletes its events (references kept by triggers, not foreign keys)", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* TestApp
+      const { key, org } = yield* newOrg()
+      yield* send(key, { events: [errorEvent({ type: "A" }), errorEvent({ type: "A" }), errorEvent({ type: "B" })] })
+      expect(yield* storedEvents(org.id)).toBe(3)
+      const issues = (yield* api(key, "/issues")).body.issues
+      const issueA = issues.find((issue: any) => issue.type === "A").id
+      yield* sql`DELETE FROM observe_issues WHERE id = ${issueA}`.pipe(Effect.orDie)
+      expect(yield* storedEvents(org.id)).toBe(1)
+      yield* sql`DELETE FROM organizations WHERE id = ${org.id}`.pipe(Effect.orDie)
+      expect(yield* storedEvents(org.id)).toBe(0)
+    }))
 })

@@ -2,16 +2,12 @@ import { Effect, Schema } from "effect"
 import type { HttpServerRequest } from "effect/http"
 import * as Zlib from "node:zlib"
 import type { ApiScope } from "../../../schemas/Tenancy.ts"
-import type { PreparedEvent } from "../../../services/observe/EventPreparation.ts"
-import { quotaHeaders } from "../../../services/observe/Sampling.ts"
 import type { ApiKeys, Principal } from "../../../services/platform/ApiKeys.ts"
-import { eventsPerMinute } from "../../../services/platform/Plans.ts"
-import { IngestStream } from "../../entities/IngestStream.ts"
 
 /**
  * What the ingest routes share (ours and Sentry's): reading a possibly compressed body
- * within the ingest limit, the three ways an ingest key arrives, and handing prepared
- * events to the organization's ingest stream (one entity call per request).
+ * within the ingest limit and the three ways an ingest key arrives (handing prepared
+ * events to the organization's ingest stream: `IngestSubmitter`).
  */
 
 export const ingestBodyLimit = 10 * 1024 * 1024
@@ -117,15 +113,3 @@ export const authenticateSentry = (
     }
     return yield* needScope(principal, "observe:ingest")
   })
-
-/** Sends the events to the organization's ingest stream; resolves after their commit with the quota headers. */
-export const submitter = Effect.map(
-  IngestStream.client,
-  (makeClient) => (principal: Principal, events: ReadonlyArray<PreparedEvent>) => {
-    const limit = eventsPerMinute[principal.org.plan]
-    return makeClient(principal.org.id).Ingest({ limit, events }).pipe(
-      Effect.orDie,
-      Effect.map((window) => quotaHeaders(window, limit))
-    )
-  }
-)

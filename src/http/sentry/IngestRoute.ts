@@ -3,7 +3,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EventPreparation } from "../../../services/observe/EventPreparation.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { errorResponse } from "../ErrorResponse.ts"
-import { authenticateIngest, IngestRefused, parseJson, readBody, submitter } from "./IngestRequest.ts"
+import { authenticateIngest, IngestRefused, parseJson, readBody } from "./IngestRequest.ts"
+import { submitter } from "./IngestSubmitter.ts"
 
 /**
  * `POST /api/v1/observe/ingest` (spec "Observe (ingestion)", GUIDE §7): a raw route so

@@ -3,7 +3,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EventPreparation } from "../../../services/observe/EventPreparation.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { errorResponse } from "../ErrorResponse.ts"
-import { authenticateSentry, IngestRefused, parseJson, readBody, submitter } from "./IngestRequest.ts"
+import { authenticateSentry, IngestRefused, parseJson, readBody } from "./IngestRequest.ts"
+import { submitter } from "./IngestSubmitter.ts"
 import { EnvelopeError, fromSentryEvent, fromSentryItem, parseEnvelope } from "./SentryProtocol.ts"
 
 /**
