@@ -56,6 +56,14 @@ const toRecord = (row: RepositoryRow): RepoRecord => ({
   archived: row.archived
 })
 
+/**
+ * Which of a repository's branches some protection rule matches (the branch list's
+ * `protected`); branch protection fills it in, the default protects nothing.
+ */
+export const ProtectedBranches = Context.Reference<
+  (repoId: string, branches: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
+>("canopy/git/ProtectedBranches", { defaultValue: () => () => Effect.succeed(new Set<string>()) })
+
 /** Repository change events, published in the transaction of the change. */
 export const REPOSITORY_CHANGED = "repository.changed"
 
@@ -175,9 +183,16 @@ export class Repositories extends Context.Service<Repositories, {
         const rows = yield* sql<{ name: string; sha: string }>`
           SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id} AND name LIKE 'refs/heads/%' ORDER BY name`
           .pipe(Effect.orDie)
-        const list = rows.map((row) => {
-          const name = row.name.slice("refs/heads/".length)
-          return { name, commitSha: row.sha, isDefault: name === repo.default_branch, protected: false }
+        const names = rows.map((row) => row.name.slice("refs/heads/".length))
+        const protectedNames = yield* (yield* ProtectedBranches)(repo.id, names)
+        const list = rows.map((row, index) => {
+          const name = names[index]
+          return {
+            name,
+            commitSha: row.sha,
+            isDefault: name === repo.default_branch,
+            protected: protectedNames.has(name)
+          }
         })
         return { branches: list, count: list.length }
       })

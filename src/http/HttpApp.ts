@@ -5,6 +5,12 @@ import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import {
+  AuditHandlers,
+  BranchProtectionHandlers,
+  CommitStatusesHandlers,
+  GpgKeysHandlers
+} from "./handlers/BranchProtection.ts"
 import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
@@ -38,6 +44,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
+  Layer.provide([BranchProtectionHandlers, CommitStatusesHandlers, GpgKeysHandlers, AuditHandlers]),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

@@ -1,7 +1,11 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { AuditApi } from "./Audit.ts"
+import { BranchProtectionApi } from "./BranchProtection.ts"
+import { CommitStatusesApi } from "./CommitStatuses.ts"
 import { ComponentsApi } from "./Components.ts"
+import { GpgKeysApi } from "./GpgKeys.ts"
 import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
@@ -33,6 +37,10 @@ const Endpoints = HttpApi.make("canopy")
   .add(RepositoriesApi)
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
+  .add(BranchProtectionApi)
+  .add(CommitStatusesApi)
+  .add(GpgKeysApi)
+  .add(AuditApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

@@ -1,0 +1,108 @@
+import { Effect } from "effect"
+import * as openpgp from "openpgp"
+import { runGit } from "../git/GitProcess.ts"
+import { parsePublicKey } from "./GpgKeys.ts"
+
+/** A commit object split into the bytes that were signed and its armored signature. */
+interface SignedPayload {
+  readonly payload: Uint8Array
+  readonly signature: string
+}
+
+/**
+ * Git signs the commit object without its `gpgsig` header (the header's value continues on
+ * lines starting with a space); the header block ends at the first empty line.
+ */
+export const splitSignature = (raw: Buffer): SignedPayload | undefined => {
+  const headerEnd = raw.indexOf("\n\n")
+  const headers = (headerEnd === -1 ? raw : raw.subarray(0, headerEnd)).toString("utf8")
+  const lines = headers.split("\n")
+  const start = lines.findIndex((line) => line.startsWith("gpgsig "))
+  if (start === -1) return undefined
+  let end = start + 1
+  while (end < lines.length && lines[end].startsWith(" ")) end++
+  const signature = [lines[start].slice("gpgsig ".length), ...lines.slice(start + 1, end).map((l) => l.slice(1))]
+    .join("\n")
+  const kept = [...lines.slice(0, start), ...lines.slice(end)].join("\n")
+  const body = headerEnd === -1 ? Buffer.alloc(0) : raw.subarray(headerEnd)
+  return { payload: Buffer.concat([Buffer.from(kept, "utf8"), body]), signature }
+}
+
+/** Reads raw commit objects with one `git cat-file --batch`; missing or non-commit ids are left out. */
+const readCommits = (gitDir: string, env: Readonly<Record<string, string>>, shas: ReadonlyArray<string>) =>
+  Effect.map(
+    runGit({ gitDir, env, args: ["cat-file", "--batch"], stdin: shas.map((sha) => `${sha}\n`).join("") }),
+    (out) => {
+      const commits = new Map<string, Buffer>()
+      let at = 0
+      while (at < out.length) {
+        const lineEnd = out.indexOf(10, at)
+        if (lineEnd === -1) break
+        const [sha, type, size] = out.subarray(at, lineEnd).toString("utf8").split(" ")
+        if (type === "missing" || size === undefined) {
+          at = lineEnd + 1
+          continue
+        }
+        const length = Number(size)
+        if (type === "commit") commits.set(sha, out.subarray(lineEnd + 1, lineEnd + 1 + length))
+        at = lineEnd + 1 + length + 1
+      }
+      return commits
+    }
+  )
+
+const keyIdsOf = (key: openpgp.PublicKey) => [key.getKeyID(), ...key.getSubkeys().map((sub) => sub.getKeyID())]
+
+/** Whether the signature verifies with the registered key that issued it (no other key is tried). */
+const verifies = async (signed: SignedPayload, keysById: ReadonlyMap<string, openpgp.PublicKey>) => {
+  try {
+    const signature = await openpgp.readSignature({ armoredSignature: signed.signature })
+    const issuers = signature.getSigningKeyIDs().map((id) => id.toHex())
+    const keys = issuers.map((id) => keysById.get(id)).filter((key) => key !== undefined)
+    if (keys.length === 0) return false
+    const result = await openpgp.verify({
+      message: await openpgp.createMessage({ binary: signed.payload }),
+      signature,
+      verificationKeys: keys,
+      format: "binary"
+    })
+    const checks = await Promise.all(result.signatures.map((sig) => sig.verified.then(() => true, () => false)))
+    return checks.length > 0 && checks.every((ok) => ok)
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The commits among `shas` that do not carry a GPG signature verifying against one of
+ * `armoredKeys` (each parsed once per process). Keys are looked up by the signature's
+ * issuer key id, so a push costs one `cat-file` plus one verification per commit, run
+ * concurrently.
+ */
+export const unverifiedCommits = (input: {
+  readonly gitDir: string
+  readonly env: Readonly<Record<string, string>>
+  readonly shas: ReadonlyArray<string>
+  readonly armoredKeys: ReadonlyArray<string>
+}): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.gen(function*() {
+    if (input.shas.length === 0) return []
+    const commits = yield* readCommits(input.gitDir, input.env, input.shas).pipe(
+      Effect.orElseSucceed(() => new Map<string, Buffer>())
+    )
+    const keys = yield* Effect.promise(() =>
+      Promise.all(input.armoredKeys.map((armored) => parsePublicKey(armored).catch(() => undefined)))
+    )
+    const keysById = new Map<string, openpgp.PublicKey>()
+    for (const key of keys) {
+      if (key !== undefined) for (const id of keyIdsOf(key)) keysById.set(id.toHex(), key)
+    }
+    const verdicts = yield* Effect.promise(() =>
+      Promise.all(input.shas.map(async (sha) => {
+        const raw = commits.get(sha)
+        const signed = raw === undefined ? undefined : splitSignature(raw)
+        return signed !== undefined && keysById.size > 0 && await verifies(signed, keysById)
+      }))
+    )
+    return input.shas.filter((_, index) => !verdicts[index])
+  })

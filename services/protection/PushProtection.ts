@@ -1,0 +1,133 @@
+import { Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import { gitText } from "../git/GitProcess.ts"
+import { ZERO_SHA } from "../git/PktLine.ts"
+import { type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
+import type { RepoRecord } from "../git/Repositories.ts"
+import { MergeInProgress } from "../pulls/BranchRules.ts"
+import { Actors } from "./Actors.ts"
+import { AuditLog } from "./AuditLog.ts"
+import { unverifiedCommits } from "./CommitSignatures.ts"
+import { GpgKeys } from "./GpgKeys.ts"
+import { ProtectionRules } from "./ProtectionRules.ts"
+import { bindingRules, type EnforcedRule } from "./RulePolicy.ts"
+
+const BRANCH_PREFIX = "refs/heads/"
+
+/** What a push brings to a branch, computed at most once per ref and only when a rule asks. */
+interface PushFacts {
+  readonly fastForward: Effect.Effect<boolean>
+  readonly newCommits: Effect.Effect<ReadonlyArray<string>>
+  readonly mergeCommits: Effect.Effect<ReadonlyArray<string>>
+  readonly unsigned: Effect.Effect<ReadonlyArray<string>>
+}
+
+const short = (sha: string) => sha.slice(0, 7)
+
+/** The reason `rule` refuses the command, or undefined; deletions only answer to `allowDeletions`. */
+const refusal = (
+  rule: EnforcedRule,
+  command: RefCommand,
+  pusherName: string | null,
+  facts: PushFacts
+): Effect.Effect<string | undefined> =>
+  Effect.gen(function*() {
+    const allowed = rule.restrictPushUsers.length === 0 ||
+      (pusherName !== null && rule.restrictPushUsers.some((user) => user.toLowerCase() === pusherName.toLowerCase()))
+    if (!allowed) return "you are not allowed to push to this branch"
+    if (command.newSha === ZERO_SHA) return rule.allowDeletions ? undefined : "branch deletion is not allowed"
+    const creating = command.oldSha === ZERO_SHA
+    // A new branch has nothing to bypass review of; its commits still answer to the other options.
+    if (!creating && rule.requirePullRequest) return "changes must be made through a pull request"
+    if (!creating && !rule.allowForcePush && !(yield* facts.fastForward)) return "force push is not allowed"
+    if (rule.requireLinearHistory) {
+      const merges = yield* facts.mergeCommits
+      if (merges.length > 0) return `merge commit ${short(merges[0])} is not allowed (linear history required)`
+    }
+    if (rule.requireSignedCommits) {
+      const unsigned = yield* facts.unsigned
+      if (unsigned.length > 0) {
+        return `commit ${short(unsigned[0])} is not signed with a GPG key registered in this organization` +
+          (unsigned.length > 1 ? ` (and ${unsigned.length - 1} more)` : "")
+      }
+    }
+    return undefined
+  })
+
+/**
+ * Branch protection on push (GUIDE §12): the `RefUpdateCheck` every `RefUpdates.apply`
+ * runs per ref. Every rule matching the branch is checked; a refusal by a rule the pusher
+ * does not bypass is the ref's `ng` reason; a refusal only by bypassed rules lets the ref
+ * through and writes a `protection.bypass.push` audit entry. A pull request merge
+ * (`MergeInProgress`) passes: its merge checks already applied the rules.
+ */
+export const PushProtectionLive = Layer.effect(
+  RefUpdateCheck,
+  Effect.gen(function*() {
+    const rules = yield* ProtectionRules
+    const keys = yield* GpgKeys
+    const audit = yield* AuditLog
+    const actors = yield* Actors
+    const sql = yield* SqlClient.SqlClient
+
+    const factsOf = (repo: RepoRecord, command: RefCommand, dir: string, env: Readonly<Record<string, string>>) => {
+      const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
+      const lines = (text: string) => text.split("\n").filter((line) => line.length > 0)
+      const newCommits = git(["rev-list", command.newSha, "--not", "--all"]).pipe(Effect.map(lines), Effect.orDie)
+      return Effect.all({
+        fastForward: Effect.cached(
+          git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
+            Effect.as(true),
+            Effect.orElseSucceed(() => false)
+          )
+        ),
+        newCommits: Effect.cached(newCommits),
+        mergeCommits: Effect.cached(
+          git(["rev-list", "--min-parents=2", command.newSha, "--not", "--all"]).pipe(Effect.map(lines), Effect.orDie)
+        ),
+        unsigned: Effect.cached(Effect.gen(function*() {
+          const [shas, armoredKeys] = yield* Effect.all([newCommits, keys.organizationKeys(repo.orgId)], {
+            concurrency: 2
+          })
+          return yield* unverifiedCommits({ gitDir: dir, env, shas, armoredKeys })
+        }))
+      })
+    }
+
+    const check: RefUpdateCheckFn = ({ command, dir, env, pusher, repo }) =>
+      Effect.gen(function*() {
+        if (!command.name.startsWith(BRANCH_PREFIX)) return undefined
+        if (yield* MergeInProgress) return undefined
+        const branch = command.name.slice(BRANCH_PREFIX.length)
+        const matching = yield* rules.enforced(repo, branch)
+        if (matching.length === 0) return undefined
+        const actor = pusher === null ? null : yield* actors.inOrganization(pusher.id, repo.orgId)
+        const facts = yield* factsOf(repo, command, dir, env)
+        const refusals: Array<{ rule: EnforcedRule; reason: string }> = []
+        for (const rule of matching) {
+          const reason = yield* refusal(rule, command, actor?.username ?? null, facts)
+          if (reason !== undefined) refusals.push({ rule, reason })
+        }
+        if (refusals.length === 0) return undefined
+        const binding = new Set(bindingRules(matching, actor).map((rule) => rule.id))
+        const blocking = refusals.find(({ rule }) => binding.has(rule.id))
+        if (blocking !== undefined) return `protected branch: ${blocking.reason}`
+        if (actor !== null) {
+          yield* audit.record({
+            orgId: repo.orgId,
+            action: "protection.bypass.push",
+            actor: { id: actor.id, username: actor.username },
+            repo: { id: repo.id, fullName: `${repo.orgSlug}/${repo.slug}` },
+            ref: command.name,
+            ruleIds: refusals.map(({ rule }) => rule.id),
+            detail: `Pushed ${short(command.oldSha)}..${short(command.newSha)} past: ${
+              [...new Set(refusals.map(({ reason }) => reason))].join("; ")
+            }`
+          }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        }
+        return undefined
+      })
+
+    return check
+  })
+)
