@@ -51,13 +51,20 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive, FanOut.layer, ProtectionLive)
-    .pipe(
-    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
-    Layer.provideMerge(Uptime.layer),
-    Layer.provideMerge(Tenancy.layer),
-    Layer.provideMerge(Events.layer)
+  const Domain = Layer.mergeAll(
+    ApiKeys.layer,
+    Monitors.layer,
+    StatusSummary.layer,
+    GitLive,
+    FanOut.layer,
+    ProtectionLive
   )
+    .pipe(
+      Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
+      Layer.provideMerge(Uptime.layer),
+      Layer.provideMerge(Tenancy.layer),
+      Layer.provideMerge(Events.layer)
+    )
   const ObserveExtras = Layer.mergeAll(SourceMaps.layer, Performance.layer)
   const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),

@@ -95,7 +95,7 @@ export const unverifiedCommits = (input: {
     )
     const keysById = new Map<string, openpgp.PublicKey>()
     for (const key of keys) {
-      if (key !== undefined) for (const id of keyIdsOf(key)) keysById.set(id.toHex(), key)
+      if (key !== undefined) { for (const id of keyIdsOf(key)) keysById.set(id.toHex(), key) }
     }
     const verdicts = yield* Effect.promise(() =>
       Promise.all(input.shas.map(async (sha) => {

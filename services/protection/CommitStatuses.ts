@@ -48,7 +48,12 @@ const DEFAULT_CONTEXT = "default"
  * re-evaluate (and auto-merge).
  */
 export class CommitStatuses extends Context.Service<CommitStatuses, {
-  create(repo: RepoRecord, sha: string, creatorId: string | null, input: CreateCommitStatus): Effect.Effect<CommitStatus>
+  create(
+    repo: RepoRecord,
+    sha: string,
+    creatorId: string | null,
+    input: CreateCommitStatus
+  ): Effect.Effect<CommitStatus>
   list(repo: RepoRecord, sha: string): Effect.Effect<CommitStatusList>
   latest(repoId: string, sha: string): Effect.Effect<ReadonlyMap<string, StatusState>>
 }>()("canopy/protection/CommitStatuses") {

@@ -91,7 +91,9 @@ export class GpgKeys extends Context.Service<GpgKeys, {
           try: () => parsePublicKey(input.armoredPublicKey.trim()),
           catch: (error) =>
             invalidKey(
-              `not an armored OpenPGP public key (${error instanceof Error ? error.message.slice(0, 200) : "unreadable"})`
+              `not an armored OpenPGP public key (${
+                error instanceof Error ? error.message.slice(0, 200) : "unreadable"
+              })`
             )
         })
         const expiration = yield* Effect.promise(() => key.getExpirationTime().catch(() => null))

@@ -75,7 +75,11 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
   list(repo: RepoRecord): Effect.Effect<ProtectionRuleList>
   get(repo: RepoRecord, id: string): Effect.Effect<ProtectionRule, NotFound>
   create(repo: RepoRecord, input: CreateProtectionRule): Effect.Effect<ProtectionRule, PlanRequired>
-  update(repo: RepoRecord, id: string, patch: UpdateProtectionRule): Effect.Effect<ProtectionRule, NotFound | PlanRequired>
+  update(
+    repo: RepoRecord,
+    id: string,
+    patch: UpdateProtectionRule
+  ): Effect.Effect<ProtectionRule, NotFound | PlanRequired>
   remove(repo: RepoRecord, id: string): Effect.Effect<void, NotFound>
   /** The rules matching `branch`, as the organization's current plan enforces them. */
   enforced(repo: RepoRecord, branch: string): Effect.Effect<ReadonlyArray<EnforcedRule>>
@@ -194,12 +198,21 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
           const plan = yield* planOf(repo.orgId)
           return matchingRules(rows.map((row) => ({ branchPattern: row.branch_pattern, row })), branch).map((
             { row }
-          ): EnforcedRule => ({ id: row.id, branchPattern: row.branch_pattern, ...enforcedOptions(optionsOf(row), plan) }))
+          ): EnforcedRule => ({
+            id: row.id,
+            branchPattern: row.branch_pattern,
+            ...enforcedOptions(optionsOf(row), plan)
+          }))
         })
 
       const protectedAmong = (repoId: string, branches: ReadonlyArray<string>) =>
-        Effect.map(rowsOf(repoId), (rows): ReadonlySet<string> =>
-          new Set(branches.filter((branch) => matchingRules(rows.map((r) => ({ branchPattern: r.branch_pattern })), branch).length > 0)))
+        Effect.map(
+          rowsOf(repoId),
+          (rows): ReadonlySet<string> =>
+            new Set(branches.filter((branch) =>
+              matchingRules(rows.map((r) => ({ branchPattern: r.branch_pattern })), branch).length > 0
+            ))
+        )
 
       return ProtectionRules.of({ list, get, create, update, remove, enforced, protectedAmong })
     })

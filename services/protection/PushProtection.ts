@@ -24,34 +24,40 @@ interface PushFacts {
 
 const short = (sha: string) => sha.slice(0, 7)
 
-/** The reason `rule` refuses the command, or undefined; deletions only answer to `allowDeletions`. */
-const refusal = (
+/** Every reason `rule` refuses the command for; deletions only answer to `allowDeletions` (and pushers). */
+const refusals = (
   rule: EnforcedRule,
   command: RefCommand,
   pusherName: string | null,
   facts: PushFacts
-): Effect.Effect<string | undefined> =>
+): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
+    const reasons: Array<string> = []
     const allowed = rule.restrictPushUsers.length === 0 ||
       (pusherName !== null && rule.restrictPushUsers.some((user) => user.toLowerCase() === pusherName.toLowerCase()))
-    if (!allowed) return "you are not allowed to push to this branch"
-    if (command.newSha === ZERO_SHA) return rule.allowDeletions ? undefined : "branch deletion is not allowed"
+    if (!allowed) reasons.push("you are not allowed to push to this branch")
+    if (command.newSha === ZERO_SHA) {
+      if (!rule.allowDeletions) reasons.push("branch deletion is not allowed")
+      return reasons
+    }
     const creating = command.oldSha === ZERO_SHA
     // A new branch has nothing to bypass review of; its commits still answer to the other options.
-    if (!creating && rule.requirePullRequest) return "changes must be made through a pull request"
-    if (!creating && !rule.allowForcePush && !(yield* facts.fastForward)) return "force push is not allowed"
+    if (!creating && rule.requirePullRequest) reasons.push("changes must be made through a pull request")
+    if (!creating && !rule.allowForcePush && !(yield* facts.fastForward)) reasons.push("force push is not allowed")
     if (rule.requireLinearHistory) {
       const merges = yield* facts.mergeCommits
-      if (merges.length > 0) return `merge commit ${short(merges[0])} is not allowed (linear history required)`
+      if (merges.length > 0) reasons.push(`merge commit ${short(merges[0])} is not allowed (linear history required)`)
     }
     if (rule.requireSignedCommits) {
       const unsigned = yield* facts.unsigned
       if (unsigned.length > 0) {
-        return `commit ${short(unsigned[0])} is not signed with a GPG key registered in this organization` +
-          (unsigned.length > 1 ? ` (and ${unsigned.length - 1} more)` : "")
+        reasons.push(
+          `commit ${short(unsigned[0])} is not signed with a GPG key registered in this organization` +
+            (unsigned.length > 1 ? ` (and ${unsigned.length - 1} more)` : "")
+        )
       }
     }
-    return undefined
+    return reasons
   })
 
 /**
@@ -103,15 +109,15 @@ export const PushProtectionLive = Layer.effect(
         if (matching.length === 0) return undefined
         const actor = pusher === null ? null : yield* actors.inOrganization(pusher.id, repo.orgId)
         const facts = yield* factsOf(repo, command, dir, env)
-        const refusals: Array<{ rule: EnforcedRule; reason: string }> = []
+        const refused: Array<{ rule: EnforcedRule; reasons: ReadonlyArray<string> }> = []
         for (const rule of matching) {
-          const reason = yield* refusal(rule, command, actor?.username ?? null, facts)
-          if (reason !== undefined) refusals.push({ rule, reason })
+          const reasons = yield* refusals(rule, command, actor?.username ?? null, facts)
+          if (reasons.length > 0) refused.push({ rule, reasons })
         }
-        if (refusals.length === 0) return undefined
+        if (refused.length === 0) return undefined
         const binding = new Set(bindingRules(matching, actor).map((rule) => rule.id))
-        const blocking = refusals.find(({ rule }) => binding.has(rule.id))
-        if (blocking !== undefined) return `protected branch: ${blocking.reason}`
+        const blocking = refused.find(({ rule }) => binding.has(rule.id))
+        if (blocking !== undefined) return `protected branch: ${blocking.reasons[0]}`
         if (actor !== null) {
           yield* audit.record({
             orgId: repo.orgId,
@@ -119,9 +125,9 @@ export const PushProtectionLive = Layer.effect(
             actor: { id: actor.id, username: actor.username },
             repo: { id: repo.id, fullName: `${repo.orgSlug}/${repo.slug}` },
             ref: command.name,
-            ruleIds: refusals.map(({ rule }) => rule.id),
+            ruleIds: refused.map(({ rule }) => rule.id),
             detail: `Pushed ${short(command.oldSha)}..${short(command.newSha)} past: ${
-              [...new Set(refusals.map(({ reason }) => reason))].join("; ")
+              [...new Set(refused.flatMap(({ reasons }) => reasons))].join("; ")
             }`
           }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         }

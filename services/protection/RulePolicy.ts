@@ -35,7 +35,7 @@ export const mergePolicyOf = (rules: ReadonlyArray<EnforcedRule>): MergePolicy =
   if (rules.length === 0) return NO_RULES
   const contexts = new Set<string>()
   for (const rule of rules) {
-    if (rule.requireStatusChecks) for (const context of rule.requiredStatusChecks) contexts.add(context)
+    if (rule.requireStatusChecks) { for (const context of rule.requiredStatusChecks) contexts.add(context) }
   }
   return {
     ruleIds: rules.map((rule) => rule.id),

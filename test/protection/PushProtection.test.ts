@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { startApp } from "../support/app.ts"
 import { commit, createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
+import { startApp } from "../support/app.ts"
 import { addMember, branchSha, createRule } from "./support.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/protection/PushApp") {}

@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { adminToken, request, startApp } from "../support/app.ts"
 import { commit, createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
+import { adminToken, request, startApp } from "../support/app.ts"
 import { addMember, branchSha, createRule } from "./support.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/protection/RulesApp") {}
@@ -51,7 +51,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Branc
         body: { requiredApprovals: 2, bypassUsers: ["someone"], branchPattern: "release/**" }
       })
       expect(patched.status).toBe(200)
-      expect(patched.body).toMatchObject({ requiredApprovals: 2, bypassUsers: ["someone"], branchPattern: "release/**" })
+      expect(patched.body).toMatchObject({
+        requiredApprovals: 2,
+        bypassUsers: ["someone"],
+        branchPattern: "release/**"
+      })
       expect((yield* request(`${rulesUrl(baseUrl, repo)}/${id}`, { token: repo.key })).body).toEqual(patched.body)
       const removed = yield* request(`${rulesUrl(baseUrl, repo)}/${id}`, { method: "DELETE", token: repo.key })
       expect(removed.status).toBe(204)

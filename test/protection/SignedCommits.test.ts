@@ -1,9 +1,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import type { RepoRecord } from "../../services/git/Repositories.ts"
-import { request, startApp } from "../support/app.ts"
+import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
+import { request, startApp } from "../support/app.ts"
 import { addMember, branchSha, createRule, gpgKey, signedCommit } from "./support.ts"
 
 class TestApp extends Context.Service<TestApp, {

@@ -3,8 +3,8 @@ import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
-import { adminToken, request } from "../support/app.ts"
 import { cloneUrl, type GitClient } from "../git/gitClient.ts"
+import { adminToken, request } from "../support/app.ts"
 
 const run = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) =>
   Effect.promise(() =>
@@ -48,7 +48,7 @@ export const gpgKey = (uid: string) =>
         Effect.andThen(Effect.sync(() => Fs.rmSync(key.home, { recursive: true, force: true })))
       )
   )
-export type GpgTestKey = Effect.Success<typeof gpgKey>
+export type GpgTestKey = Effect.Success<ReturnType<typeof gpgKey>>
 
 /** Commits `files` in `dir` signed with `key` (or unsigned without one); returns the commit id. */
 export const signedCommit = (
@@ -68,7 +68,17 @@ export const signedCommit = (
       yield* git.ok(["commit", "-q", "-m", message], { cwd: dir })
     } else {
       git.env.GNUPGHOME = key.home
-      yield* git.ok(["-c", "gpg.program=gpg", "-c", `user.signingkey=${key.fingerprint}`, "commit", "-q", "-S", "-m", message], {
+      yield* git.ok([
+        "-c",
+        "gpg.program=gpg",
+        "-c",
+        `user.signingkey=${key.fingerprint}`,
+        "commit",
+        "-q",
+        "-S",
+        "-m",
+        message
+      ], {
         cwd: dir
       })
     }
@@ -97,7 +107,12 @@ export const addMember = (
       body: { username }
     })
     if (key.status !== 201) throw new Error(`key: ${key.status} ${JSON.stringify(key.body)}`)
-    return { username, key: key.body.key as string, url: cloneUrl(baseUrl, org, repo, key.body.key) }
+    return {
+      id: user.body.id as string,
+      username,
+      key: key.body.key as string,
+      url: cloneUrl(baseUrl, org, repo, key.body.key)
+    }
   })
 
 /** Creates a protection rule through the API; dies unless it answers 201. */
