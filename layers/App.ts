@@ -51,20 +51,12 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(
-    ApiKeys.layer,
-    Monitors.layer,
-    StatusSummary.layer,
-    GitLive,
-    FanOut.layer,
-    ProtectionLive
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive, FanOut.layer).pipe(
+    Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
+    Layer.provideMerge(Uptime.layer),
+    Layer.provideMerge(Tenancy.layer),
+    Layer.provideMerge(Events.layer)
   )
-    .pipe(
-      Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
-      Layer.provideMerge(Uptime.layer),
-      Layer.provideMerge(Tenancy.layer),
-      Layer.provideMerge(Events.layer)
-    )
   const ObserveExtras = Layer.mergeAll(SourceMaps.layer, Performance.layer)
   const Monitoring = MonitorSchedulingLive({ shardsPerGroup }).pipe(
     Layer.provideMerge(CheckRecorder.layer),
@@ -100,6 +92,8 @@ export const AppLive = (config: AppConfigShape) => {
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
+    Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )
