@@ -53,21 +53,42 @@ const readCommits = (gitDir: string, env: Readonly<Record<string, string>>, shas
 
 const keyIdsOf = (key: openpgp.PublicKey) => [key.getKeyID(), ...key.getSubkeys().map((sub) => sub.getKeyID())]
 
-/** Whether the signature verifies with the registered key that issued it (no other key is tried). */
-const verifies = async (signed: SignedPayload, keysById: ReadonlyMap<string, openpgp.PublicKey>) => {
+interface LiteralBytes {
+  setBytes(bytes: Uint8Array, format: openpgp.enums.literal): void
+}
+
+type SigningKey = Awaited<ReturnType<openpgp.PublicKey["getSigningKey"]>>
+
+/**
+ * Whether the signature verifies with the registered key that issued it (no other key is
+ * tried). The signing (sub)key is validated once per call (`signingKeys`: self-signatures,
+ * expiry, revocation); each commit then costs one packet verification, not a full
+ * `openpgp.verify` that would re-validate the key every time.
+ */
+const verifies = async (
+  signed: SignedPayload,
+  keysById: ReadonlyMap<string, openpgp.PublicKey>,
+  signingKeys: Map<string, Promise<SigningKey | undefined>>
+) => {
   try {
     const signature = await openpgp.readSignature({ armoredSignature: signed.signature })
-    const issuers = signature.getSigningKeyIDs().map((id) => id.toHex())
-    const keys = issuers.map((id) => keysById.get(id)).filter((key) => key !== undefined)
-    if (keys.length === 0) return false
-    const result = await openpgp.verify({
-      message: await openpgp.createMessage({ binary: signed.payload }),
-      signature,
-      verificationKeys: keys,
-      format: "binary"
-    })
-    const checks = await Promise.all(result.signatures.map((sig) => sig.verified.then(() => true, () => false)))
-    return checks.length > 0 && checks.every((ok) => ok)
+    const packet = signature.packets[0]
+    if (signature.packets.length !== 1 || packet === undefined) return false
+    const issuer = packet.issuerKeyID
+    const key = keysById.get(issuer.toHex())
+    if (key === undefined) return false
+    let signingKey = signingKeys.get(issuer.toHex())
+    if (signingKey === undefined) {
+      signingKey = key.getSigningKey(issuer).catch(() => undefined)
+      signingKeys.set(issuer.toHex(), signingKey)
+    }
+    const validKey = await signingKey
+    if (validKey === undefined) return false
+    const literal = new openpgp.LiteralDataPacket() // `setBytes` is public in openpgp's documented API; its .d.ts marks it private.
+    ;(literal as unknown as LiteralBytes).setBytes(signed.payload, openpgp.enums.literal.binary)
+    // Throws unless the signature is a valid binary-document signature by this key over the payload.
+    await packet.verify(validKey.keyPacket, openpgp.enums.signature.binary, literal)
+    return true
   } catch {
     return false
   }
@@ -76,8 +97,8 @@ const verifies = async (signed: SignedPayload, keysById: ReadonlyMap<string, ope
 /**
  * The commits among `shas` that do not carry a GPG signature verifying against one of
  * `armoredKeys` (each parsed once per process). Keys are looked up by the signature's
- * issuer key id, so a push costs one `cat-file` plus one verification per commit, run
- * concurrently.
+ * issuer key id, so a push costs one `cat-file` plus one packet verification per commit,
+ * run concurrently.
  */
 export const unverifiedCommits = (input: {
   readonly gitDir: string
@@ -97,11 +118,12 @@ export const unverifiedCommits = (input: {
     for (const key of keys) {
       if (key !== undefined) { for (const id of keyIdsOf(key)) keysById.set(id.toHex(), key) }
     }
+    const signingKeys = new Map<string, Promise<SigningKey | undefined>>()
     const verdicts = yield* Effect.promise(() =>
       Promise.all(input.shas.map(async (sha) => {
         const raw = commits.get(sha)
         const signed = raw === undefined ? undefined : splitSignature(raw)
-        return signed !== undefined && keysById.size > 0 && await verifies(signed, keysById)
+        return signed !== undefined && keysById.size > 0 && await verifies(signed, keysById, signingKeys)
       }))
     )
     return input.shas.filter((_, index) => !verdicts[index])

@@ -79,24 +79,32 @@ export const PushProtectionLive = Layer.effect(
     const factsOf = (repo: RepoRecord, command: RefCommand, dir: string, env: Readonly<Record<string, string>>) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
       const lines = (text: string) => text.split("\n").filter((line) => line.length > 0)
-      const newCommits = git(["rev-list", command.newSha, "--not", "--all"]).pipe(Effect.map(lines), Effect.orDie)
-      return Effect.all({
-        fastForward: Effect.cached(
-          git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
-            Effect.as(true),
-            Effect.orElseSucceed(() => false)
-          )
-        ),
-        newCommits: Effect.cached(newCommits),
-        mergeCommits: Effect.cached(
-          git(["rev-list", "--min-parents=2", command.newSha, "--not", "--all"]).pipe(Effect.map(lines), Effect.orDie)
-        ),
-        unsigned: Effect.cached(Effect.gen(function*() {
-          const [shas, armoredKeys] = yield* Effect.all([newCommits, keys.organizationKeys(repo.orgId)], {
-            concurrency: 2
-          })
-          return yield* unverifiedCommits({ gitDir: dir, env, shas, armoredKeys })
-        }))
+      // One walk gives the new commits and their parents (merge commits have two or more).
+      const walk = git(["rev-list", "--parents", command.newSha, "--not", "--all"]).pipe(
+        Effect.map((text) => lines(text).map((line) => line.split(" "))),
+        Effect.orDie,
+        Effect.cached
+      )
+      return Effect.flatMap(walk, (walked) => {
+        const newCommits = Effect.map(walked, (rows) => rows.map((row) => row[0]))
+        return Effect.all({
+          fastForward: Effect.cached(
+            git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
+              Effect.as(true),
+              Effect.orElseSucceed(() => false)
+            )
+          ),
+          newCommits: Effect.succeed(newCommits),
+          mergeCommits: Effect.succeed(
+            Effect.map(walked, (rows) => rows.filter((row) => row.length > 2).map((row) => row[0]))
+          ),
+          unsigned: Effect.cached(Effect.gen(function*() {
+            const [shas, armoredKeys] = yield* Effect.all([newCommits, keys.organizationKeys(repo.orgId)], {
+              concurrency: 2
+            })
+            return yield* unverifiedCommits({ gitDir: dir, env, shas, armoredKeys })
+          }))
+        })
       })
     }
 

@@ -99,6 +99,15 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
       yield* refusedWith(yield* signedCommit(git, dir, { "u.txt": "u\n" }, "unsigned"))
       yield* refusedWith(yield* signedCommit(git, dir, { "s.txt": "s\n" }, "stray key", strayKey))
       yield* refusedWith(yield* signedCommit(git, dir, { "o.txt": "o\n" }, "outsider key", outsiderKey))
+      // A registered key's signature over other content (the message changed afterwards).
+      const genuine = yield* signedCommit(git, dir, { "t.txt": "t\n" }, "genuine", bobKey)
+      const raw = yield* git.ok(["cat-file", "commit", genuine], { cwd: dir })
+      const forged = (yield* git.ok(["hash-object", "-t", "commit", "-w", "--stdin"], {
+        cwd: dir,
+        input: raw.replace("genuine", "forged")
+      })).trim()
+      yield* git.ok(["reset", "-q", "--hard", forged], { cwd: dir })
+      yield* refusedWith(forged)
       // One unsigned commit among signed ones is enough to refuse.
       yield* signedCommit(git, dir, { "1.txt": "1\n" }, "signed 1", bobKey)
       yield* refusedWith(yield* signedCommit(git, dir, { "2.txt": "2\n" }, "unsigned 2"))
