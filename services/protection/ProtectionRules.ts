@@ -193,9 +193,12 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
 
       const enforced = (repo: RepoRecord, branch: string) =>
         Effect.gen(function*() {
-          const rows = yield* rowsOf(repo.id)
+          // One round trip: the rules with the organization's plan (a push checks every ref).
+          const rows = yield* sql<RuleRow & { plan: Plan }>`
+            SELECT r.*, o.plan FROM branch_protection_rules r JOIN organizations o ON o.id = ${repo.orgId}
+            WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(Effect.orDie)
           if (rows.length === 0) return []
-          const plan = yield* planOf(repo.orgId)
+          const plan = rows[0].plan
           return matchingRules(rows.map((row) => ({ branchPattern: row.branch_pattern, row })), branch).map((
             { row }
           ): EnforcedRule => ({

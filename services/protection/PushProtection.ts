@@ -115,8 +115,10 @@ export const PushProtectionLive = Layer.effect(
         const branch = command.name.slice(BRANCH_PREFIX.length)
         const matching = yield* rules.enforced(repo, branch)
         if (matching.length === 0) return undefined
-        const actor = pusher === null ? null : yield* actors.inOrganization(pusher.id, repo.orgId)
-        const facts = yield* factsOf(repo, command, dir, env)
+        const [actor, facts] = yield* Effect.all([
+          pusher === null ? Effect.succeed(null) : actors.inOrganization(pusher.id, repo.orgId),
+          factsOf(repo, command, dir, env)
+        ], { concurrency: 2 })
         const refused: Array<{ rule: EnforcedRule; reasons: ReadonlyArray<string> }> = []
         for (const rule of matching) {
           const reasons = yield* refusals(rule, command, actor?.username ?? null, facts)
