@@ -51,6 +51,47 @@ const readCommits = (gitDir: string, env: Readonly<Record<string, string>>, shas
     }
   )
 
+/** A new commit as `git rev-list --parents --header` shows it: id, parents and the object rebuilt. */
+export interface WalkedCommit {
+  readonly sha: string
+  readonly parents: ReadonlyArray<string>
+  /**
+   * The commit object rebuilt from the walk (headers verbatim, message lines un-indented).
+   * Git strips trailing spaces from message lines there, so a rebuilt object may differ
+   * from the stored one: a signature that fails on it is checked again on `cat-file`'s bytes.
+   */
+  readonly object: Buffer
+}
+
+/** Parses `git rev-list --parents --header` output (NUL-terminated records). */
+export const parseWalk = (out: Buffer): ReadonlyArray<WalkedCommit> => {
+  const commits: Array<WalkedCommit> = []
+  let at = 0
+  while (at < out.length) {
+    let end = out.indexOf(0, at)
+    if (end === -1) end = out.length
+    const record = out.subarray(at, end)
+    at = end + 1
+    const firstLine = record.indexOf(10)
+    if (firstLine === -1) continue
+    const [sha, ...parents] = record.subarray(0, firstLine).toString("utf8").split(" ")
+    const rest = record.subarray(firstLine + 1)
+    const headerEnd = rest.indexOf("\n\n")
+    const headers = headerEnd === -1 ? rest : rest.subarray(0, headerEnd + 1)
+    const message = headerEnd === -1 ? "" : rest.subarray(headerEnd + 2).toString("utf8")
+    const lines = message.endsWith("\n") ? message.slice(0, -1).split("\n") : message.split("\n")
+    const body = message === ""
+      ? ""
+      : lines.map((line) => `${line.startsWith("    ") ? line.slice(4) : line}\n`).join("")
+    commits.push({
+      sha,
+      parents,
+      object: headerEnd === -1 ? Buffer.from(headers) : Buffer.concat([headers, Buffer.from(`\n${body}`, "utf8")])
+    })
+  }
+  return commits
+}
+
 const keyIdsOf = (key: openpgp.PublicKey) => [key.getKeyID(), ...key.getSubkeys().map((sub) => sub.getKeyID())]
 
 interface LiteralBytes {
@@ -97,20 +138,19 @@ const verifies = async (
 /**
  * The commits among `shas` that do not carry a GPG signature verifying against one of
  * `armoredKeys` (each parsed once per process). Keys are looked up by the signature's
- * issuer key id, so a push costs one `cat-file` plus one packet verification per commit,
- * run concurrently.
+ * issuer key id, so each commit costs one packet verification, run concurrently. Commit
+ * objects come from `objects` when the caller has them (a push's walk), else, and for any
+ * commit that fails on them, from one `git cat-file --batch`.
  */
 export const unverifiedCommits = (input: {
   readonly gitDir: string
   readonly env: Readonly<Record<string, string>>
   readonly shas: ReadonlyArray<string>
   readonly armoredKeys: ReadonlyArray<string>
+  readonly objects?: ReadonlyMap<string, Buffer> | undefined
 }): Effect.Effect<ReadonlyArray<string>> =>
   Effect.gen(function*() {
     if (input.shas.length === 0) return []
-    const commits = yield* readCommits(input.gitDir, input.env, input.shas).pipe(
-      Effect.orElseSucceed(() => new Map<string, Buffer>())
-    )
     const keys = yield* Effect.promise(() =>
       Promise.all(input.armoredKeys.map((armored) => parsePublicKey(armored).catch(() => undefined)))
     )
@@ -118,13 +158,20 @@ export const unverifiedCommits = (input: {
     for (const key of keys) {
       if (key !== undefined) { for (const id of keyIdsOf(key)) keysById.set(id.toHex(), key) }
     }
+    if (keysById.size === 0) return input.shas
     const signingKeys = new Map<string, Promise<SigningKey | undefined>>()
-    const verdicts = yield* Effect.promise(() =>
-      Promise.all(input.shas.map(async (sha) => {
-        const raw = commits.get(sha)
-        const signed = raw === undefined ? undefined : splitSignature(raw)
-        return signed !== undefined && keysById.size > 0 && await verifies(signed, keysById, signingKeys)
-      }))
+    const check = (shas: ReadonlyArray<string>, objects: ReadonlyMap<string, Buffer>) =>
+      Effect.promise(() =>
+        Promise.all(shas.map(async (sha) => {
+          const raw = objects.get(sha)
+          const signed = raw === undefined ? undefined : splitSignature(raw)
+          return signed !== undefined && await verifies(signed, keysById, signingKeys)
+        }))
+      ).pipe(Effect.map((verdicts) => shas.filter((_, index) => !verdicts[index])))
+    const failing = input.objects === undefined ? input.shas : yield* check(input.shas, input.objects)
+    if (failing.length === 0) return []
+    const stored = yield* readCommits(input.gitDir, input.env, failing).pipe(
+      Effect.orElseSucceed(() => new Map<string, Buffer>())
     )
-    return input.shas.filter((_, index) => !verdicts[index])
+    return yield* check(failing, stored)
   })

@@ -1,13 +1,13 @@
 import { Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { gitText } from "../git/GitProcess.ts"
+import { gitText, runGit } from "../git/GitProcess.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { MergeInProgress } from "../pulls/BranchRules.ts"
 import { Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
-import { unverifiedCommits } from "./CommitSignatures.ts"
+import { parseWalk, unverifiedCommits } from "./CommitSignatures.ts"
 import { GpgKeys } from "./GpgKeys.ts"
 import { ProtectionRules } from "./ProtectionRules.ts"
 import { bindingRules, type EnforcedRule } from "./RulePolicy.ts"
@@ -78,15 +78,15 @@ export const PushProtectionLive = Layer.effect(
 
     const factsOf = (repo: RepoRecord, command: RefCommand, dir: string, env: Readonly<Record<string, string>>) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
-      const lines = (text: string) => text.split("\n").filter((line) => line.length > 0)
       // One walk gives the new commits and their parents (merge commits have two or more).
-      const walk = git(["rev-list", "--parents", command.newSha, "--not", "--all"]).pipe(
-        Effect.map((text) => lines(text).map((line) => line.split(" "))),
-        Effect.orDie,
-        Effect.cached
-      )
+      // With the objects too, so signatures need no second git process in the common case.
+      const walk = runGit({
+        gitDir: dir,
+        env,
+        args: ["rev-list", "--parents", "--header", command.newSha, "--not", "--all"]
+      }).pipe(Effect.map(parseWalk), Effect.orDie, Effect.cached)
       return Effect.flatMap(walk, (walked) => {
-        const newCommits = Effect.map(walked, (rows) => rows.map((row) => row[0]))
+        const newCommits = Effect.map(walked, (commits) => commits.map((c) => c.sha))
         return Effect.all({
           fastForward: Effect.cached(
             git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
@@ -96,13 +96,19 @@ export const PushProtectionLive = Layer.effect(
           ),
           newCommits: Effect.succeed(newCommits),
           mergeCommits: Effect.succeed(
-            Effect.map(walked, (rows) => rows.filter((row) => row.length > 2).map((row) => row[0]))
+            Effect.map(walked, (commits) => commits.filter((c) => c.parents.length > 1).map((c) => c.sha))
           ),
           unsigned: Effect.cached(Effect.gen(function*() {
-            const [shas, armoredKeys] = yield* Effect.all([newCommits, keys.organizationKeys(repo.orgId)], {
+            const [commits, armoredKeys] = yield* Effect.all([walked, keys.organizationKeys(repo.orgId)], {
               concurrency: 2
             })
-            return yield* unverifiedCommits({ gitDir: dir, env, shas, armoredKeys })
+            return yield* unverifiedCommits({
+              gitDir: dir,
+              env,
+              shas: commits.map((c) => c.sha),
+              armoredKeys,
+              objects: new Map(commits.map((c) => [c.sha, c.object]))
+            })
           }))
         })
       })

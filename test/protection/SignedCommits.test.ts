@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { RepoRecord } from "../../services/git/Repositories.ts"
+import { parseWalk } from "../../services/protection/CommitSignatures.ts"
 import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
@@ -25,6 +26,26 @@ const registerKey = (baseUrl: string, token: string, armored: string) =>
   )
 
 layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signed commits", (it) => {
+  it.effect("a push's walk rebuilds commit objects byte for byte (the fast path of signature checks)", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const key = yield* gpgKey("Walk <walk@example.com>")
+      const dir = git.dir("walk")
+      yield* git.ok(["init", "-q", dir])
+      const shas = [
+        yield* signedCommit(git, dir, { "a.txt": "a\n" }, "plain", key),
+        yield* signedCommit(git, dir, { "b.txt": "b\n" }, "subject\n\nbody line\n\n- item", key),
+        yield* signedCommit(git, dir, { "c.txt": "c\n" }, "unsigned")
+      ]
+      const out = yield* git.ok(["rev-list", "--parents", "--header", "HEAD"], { cwd: dir })
+      const walked = parseWalk(Buffer.from(out, "utf8"))
+      expect(walked.map((c) => c.sha).reverse()).toEqual(shas)
+      for (const commit of walked) {
+        expect(commit.object.toString("utf8")).toBe(yield* git.ok(["cat-file", "commit", commit.sha], { cwd: dir }))
+      }
+      expect(walked.map((c) => c.parents.length)).toEqual([1, 1, 0])
+    }))
+
   it.effect("GPG keys: register, list, read, refuse junk and duplicates, delete; another user's key is a 404", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
@@ -114,8 +135,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
 
       const first = yield* signedCommit(git, dir, { "1.txt": "1\n" }, "signed 1", bobKey)
       const second = yield* signedCommit(git, dir, { "2.txt": "2\n" }, "signed 2", bobKey)
+      // A message git's walk shows differently (blank lines, trailing spaces) still verifies.
+      const odd = yield* signedCommit(git, dir, { "3.txt": "3\n" }, "odd  \n\n    body \n\n\nend", bobKey)
       yield* git.ok(["push", "origin", "main"], { cwd: dir })
-      expect(yield* branchSha(baseUrl, repo, "main")).toBe(second)
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(odd)
 
       // The merge engine's question gives the same answers.
       const rules = Context.get(context, BranchRules)
@@ -129,10 +152,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
         defaultBranch: "main",
         archived: false
       }
-      const stray = yield* signedCommit(git, dir, { "3.txt": "3\n" }, "stray", strayKey)
+      const stray = yield* signedCommit(git, dir, { "5.txt": "5\n" }, "stray", strayKey)
       const unsigned = yield* signedCommit(git, dir, { "4.txt": "4\n" }, "unsigned")
       const gitDir = `${dir}/.git`
-      expect(yield* rules.unsignedCommits({ repo: record, gitDir, env: {}, shas: [first, second, stray, unsigned] }))
+      expect(
+        yield* rules.unsignedCommits({ repo: record, gitDir, env: {}, shas: [first, second, odd, stray, unsigned] })
+      )
         .toEqual([stray, unsigned])
     }))
 })
