@@ -14,6 +14,7 @@ import { EventPreparation } from "../services/observe/EventPreparation.ts"
 import { IngestWriter } from "../services/observe/IngestWriter.ts"
 import { Issues } from "../services/observe/Issues.ts"
 import { Performance } from "../services/observe/Performance.ts"
+import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { ApiKeys } from "../services/platform/ApiKeys.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
@@ -32,6 +33,7 @@ import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { PullRequestLive } from "../src/entities/PullRequestLive.ts"
 import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
@@ -73,7 +75,8 @@ export const AppLive = (config: AppConfigShape) => {
     IngestStreamEntityLayer,
     SpikeMailer,
     RepositoryEntityLayer,
-    WebhookDelivery
+    WebhookDelivery,
+    PullRequestLive()
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
@@ -91,6 +94,7 @@ export const AppLive = (config: AppConfigShape) => {
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    Layer.provideMerge(PullsLive),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

@@ -12,6 +12,7 @@ import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
+import { PullRequestsHandlers } from "./handlers/PullRequests.ts"
 import { RepositoriesHandlers } from "./handlers/Repositories.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
@@ -38,6 +39,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
+  Layer.provide(PullRequestsHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

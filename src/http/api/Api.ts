@@ -9,6 +9,7 @@ import { ObserveApi } from "./Observe.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
+import { PullRequestsApi } from "./PullRequests.ts"
 import { RepositoriesApi } from "./Repositories.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
@@ -33,6 +34,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(RepositoriesApi)
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
+  .add(PullRequestsApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
