@@ -139,8 +139,7 @@ export class Comments extends Context.Service<Comments, {
             }
             const content = yield* gitText({ gitDir: synced.dir, args: ["show", `${pull.row.head_sha}:${path}`] })
             return content.split("\n").slice(startLine - 1, line)
-          })
-        ).pipe(Effect.catchTags({ GitStorageError: Effect.die, GitCommandError: Effect.die }))
+          })).pipe(Effect.catchTags({ GitStorageError: Effect.die, GitCommandError: Effect.die }))
 
       const create = Effect.fn("Comments.create")(function*(
         pull: PullContext,

@@ -71,7 +71,11 @@ export const evaluateChecks = (inputs: CheckInputs): ReadonlyArray<MergeCheck> =
     const waiting = states.filter(([, state]) => state === undefined || state === "pending")
     checks.push(
       failing.length > 0
-        ? check("status_checks", "failed", `Failing: ${list(failing.map(([context, state]) => `${context} (${state})`))}`)
+        ? check(
+          "status_checks",
+          "failed",
+          `Failing: ${list(failing.map(([context, state]) => `${context} (${state})`))}`
+        )
         : waiting.length > 0
         ? check("status_checks", "pending", `Waiting for ${list(waiting.map(([context]) => context))}`)
         : check("status_checks", "passed", `All ${states.length} required status checks succeeded`)

@@ -139,7 +139,12 @@ export const treeOf = (objects: Objects, commit: string) =>
  */
 export const cherryPickTree = (
   objects: Objects,
-  input: { readonly ontoSha: string; readonly ontoTree: string; readonly commit: CommitInfo; readonly parentTree: string }
+  input: {
+    readonly ontoSha: string
+    readonly ontoTree: string
+    readonly commit: CommitInfo
+    readonly parentTree: string
+  }
 ) =>
   Effect.gen(function*() {
     if (input.ontoTree === input.parentTree) return input.commit.tree

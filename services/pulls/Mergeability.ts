@@ -120,8 +120,7 @@ export class Mergeability extends Context.Service<Mergeability, {
                 JSON.stringify(result.conflicts)
               }::jsonb, base_sha = ${target.value}
                 WHERE id = ${row.id} AND head_sha = ${head.value}`.pipe(Effect.orDie)
-            })
-          )
+            }))
           const updated = Option.getOrThrow(yield* withSql(loadById(row.id)))
           const state = yield* stateOf(repo, updated)
           if (state !== updated.mergeable_state) {

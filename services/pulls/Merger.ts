@@ -8,10 +8,10 @@ import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { BranchRules, type MergeActor, type MergePolicy } from "./BranchRules.ts"
+import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { buildMergeCommit } from "./MergeStrategies.ts"
 import { commitsBetween, MergeConflict, packNewObjects } from "./MergeTree.ts"
-import { refOf, withQuarantine } from "./Mergeability.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
 import { isOpen, loadById, type PrRow } from "./PullRequestRows.ts"
 import { PullRequests } from "./PullRequests.ts"
@@ -72,9 +72,13 @@ export class Merger extends Context.Service<Merger, {
           const rules = yield* BranchRules
           const unsigned = policy.requireSignedCommits
             ? yield* Effect.flatMap(
-              commitsBetween({ dir: synced.dir, env: {} }, refOf(synced, row.target_branch).pipe(
-                Option.getOrElse(() => input.head)
-              ), input.head).pipe(Effect.orDie),
+              commitsBetween(
+                { dir: synced.dir, env: {} },
+                refOf(synced, row.target_branch).pipe(
+                  Option.getOrElse(() => input.head)
+                ),
+                input.head
+              ).pipe(Effect.orDie),
               (commits) => rules.unsignedCommits({ repo, gitDir: synced.dir, env: {}, shas: commits.map((c) => c.sha) })
             )
             : []
@@ -122,8 +126,10 @@ export class Merger extends Context.Service<Merger, {
                   prAuthor: { name: row.author_name ?? row.author_username, email: row.author_email }
                 }).pipe(
                   Effect.map((sha) => ({ sha, conflicts: [] as ReadonlyArray<string> })),
-                  Effect.catchTag("MergeConflict", (conflict: MergeConflict) =>
-                    Effect.succeed({ sha: undefined, conflicts: conflict.paths })),
+                  Effect.catchTag(
+                    "MergeConflict",
+                    (conflict: MergeConflict) => Effect.succeed({ sha: undefined, conflicts: conflict.paths })
+                  ),
                   Effect.orDie
                 )
                 const input = {
@@ -167,10 +173,8 @@ export class Merger extends Context.Service<Merger, {
                 }).pipe(Effect.orDie)
                 if (!result.ok) return yield* new RefRefused({ reason: result.reason ?? "refused" })
                 return { sha, message, head: head.value }
-              })
-            )
-          })
-        ).pipe(Effect.catchTag("GitStorageError", Effect.die))
+              }))
+          })).pipe(Effect.catchTag("GitStorageError", Effect.die))
 
       const deleteSource = (repo: RepoRecord, row: PrRow, headSha: string, by: Actor) =>
         Effect.gen(function*() {
@@ -183,13 +187,12 @@ export class Merger extends Context.Service<Merger, {
               commands: [{ name: `refs/heads/${row.source_branch}`, oldSha: headSha, newSha: ZERO_SHA }],
               atomic: true,
               pusher: { id: by.id, name: by.username, email: by.email }
-            })
-          ).pipe(
-            Effect.tap(([result]) =>
-              result.ok ? Effect.void : Effect.logInfo("source branch kept after merge", { reason: result.reason })
-            ),
-            Effect.orDie
-          )
+            })).pipe(
+              Effect.tap(([result]) =>
+                result.ok ? Effect.void : Effect.logInfo("source branch kept after merge", { reason: result.reason })
+              ),
+              Effect.orDie
+            )
         })
 
       const merge = Effect.fn("Merger.merge")(
@@ -198,14 +201,15 @@ export class Merger extends Context.Service<Merger, {
             const found = yield* pulls.findById(prId)
             if (Option.isNone(found)) return yield* new NotFound({ message: "Pull request not found" })
             const { repo, row } = found.value
-            if (!isOpen(row)) return yield* new Conflict({ message: `Pull request #${row.number} is already ${row.state}` })
+            if (!isOpen(row)) {
+              return yield* new Conflict({ message: `Pull request #${row.number} is already ${row.state}` })
+            }
             const outcome = yield* attempt(repo, row, actor, mergedBy, options).pipe(
               Effect.map(Option.some),
               Effect.catchTag("RefRefused", (refused) =>
-                  refused.reason === "fetch first" && attemptNo < MAX_ATTEMPTS
-                    ? Effect.succeed(Option.none())
-                    : Effect.fail(new Conflict({ message: `The target branch refused the merge: ${refused.reason}` }))
-              )
+                refused.reason === "fetch first" && attemptNo < MAX_ATTEMPTS
+                  ? Effect.succeed(Option.none())
+                  : Effect.fail(new Conflict({ message: `The target branch refused the merge: ${refused.reason}` })))
             )
             if (Option.isNone(outcome)) continue
             const { head, message, sha } = outcome.value

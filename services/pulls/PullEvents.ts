@@ -15,7 +15,12 @@ export interface Actor {
 }
 
 export const actorOf = (principal: {
-  readonly user: { readonly id: string; readonly username: string; readonly name: string | null; readonly email: string }
+  readonly user: {
+    readonly id: string
+    readonly username: string
+    readonly name: string | null
+    readonly email: string
+  }
   readonly role: "owner" | "admin" | "member"
 }): Actor => ({
   id: principal.user.id,

@@ -1,13 +1,7 @@
 import { Effect, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { EventPullRequest } from "../../schemas/PullRequestEvents.ts"
-import type {
-  AutoMerge,
-  MergeableState,
-  Person,
-  PullRequest,
-  PullRequestState
-} from "../../schemas/PullRequests.ts"
+import type { AutoMerge, MergeableState, Person, PullRequest, PullRequestState } from "../../schemas/PullRequests.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 
 /** A pull request row with its author, merger and requested reviewers joined. */

@@ -131,15 +131,17 @@ export class PullRequests extends Context.Service<PullRequests, {
         }
       )
 
-      const list = Effect.fn("PullRequests.list")(function*(orgId: string, repoSlug: string, state: string | undefined) {
-        const repo = yield* repos.record(orgId, repoSlug)
-        const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
-        const rows = yield* sql<PrRow>`
+      const list = Effect.fn("PullRequests.list")(
+        function*(orgId: string, repoSlug: string, state: string | undefined) {
+          const repo = yield* repos.record(orgId, repoSlug)
+          const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
+          const rows = yield* sql<PrRow>`
           ${selectPullRequests(sql)} WHERE p.repo_id = ${repo.id} ${filter} ORDER BY p.number DESC`.pipe(
-          Effect.orDie
-        )
-        return { pullRequests: rows.map(toPullRequest), count: rows.length }
-      })
+            Effect.orDie
+          )
+          return { pullRequests: rows.map(toPullRequest), count: rows.length }
+        }
+      )
 
       const get = Effect.fn("PullRequests.get")(function*(orgId: string, repoSlug: string, number: number) {
         return toPullRequest((yield* find(orgId, repoSlug, number)).row)
@@ -201,8 +203,7 @@ export class PullRequests extends Context.Service<PullRequests, {
           const { repo, row } = yield* find(orgId, repoSlug, number)
           // A merged request shows what it merged: its head against the target before the merge.
           return yield* cache.use(repo, (synced) =>
-            diffAgainstMergeBase({ dir: synced.dir, env: {} }, row.base_sha, row.head_sha)
-          ).pipe(Effect.orDie)
+            diffAgainstMergeBase({ dir: synced.dir, env: {} }, row.base_sha, row.head_sha)).pipe(Effect.orDie)
         })
 
       const files = Effect.fn("PullRequests.files")(function*(orgId: string, repoSlug: string, number: number) {

@@ -152,7 +152,9 @@ export class Reviews extends Context.Service<Reviews, {
       const dismiss = Effect.fn("Reviews.dismiss")(function*(pull: PullContext, reviewId: string, message: string) {
         yield* requireOpen(pull)
         const current = yield* load(pull.row.id, reviewId)
-        if (current.submitted_at === null) return yield* new Conflict({ message: "A pending review cannot be dismissed" })
+        if (current.submitted_at === null) {
+          return yield* new Conflict({ message: "A pending review cannot be dismissed" })
+        }
         if (current.dismissed_at !== null) return yield* new Conflict({ message: "The review is already dismissed" })
         const now = new Date(yield* Clock.currentTimeMillis)
         yield* sql`UPDATE pr_reviews SET dismissed_at = ${now}, dismiss_message = ${message} WHERE id = ${reviewId}`

@@ -20,9 +20,11 @@ export const PullRequestSignals = Layer.effectDiscard(Effect.gen(function*() {
   const nudge = (ids: ReadonlyArray<string>, sender: { id: string; name: string } | null) =>
     Effect.sync(() => {
       for (const id of ids) {
-        run(makeClient(id).Refresh({ sender }).pipe(
-          Effect.catchCause((cause) => Effect.logWarning("PullRequest: refresh could not be sent", cause))
-        ))
+        run(
+          makeClient(id).Refresh({ sender }).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("PullRequest: refresh could not be sent", cause))
+          )
+        )
       }
     })
 

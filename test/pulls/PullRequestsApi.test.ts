@@ -160,11 +160,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Pull 
       expect(inline.status).toBe(201)
       expect(inline.body).toMatchObject({ path: "src/app.ts", line: 5 })
       // Line 1 is outside every hunk; removed files have no new side; unknown paths are not in the diff.
-      for (const body of [
-        { body: "x", path: "src/app.ts", line: 1 },
-        { body: "x", path: "old.txt", line: 1 },
-        { body: "x", path: "nope.txt", line: 1 }
-      ]) {
+      for (
+        const body of [
+          { body: "x", path: "src/app.ts", line: 1 },
+          { body: "x", path: "old.txt", line: 1 },
+          { body: "x", path: "nope.txt", line: 1 }
+        ]
+      ) {
         const refused = yield* pulls.comment(1, body)
         expect(refused.status).toBe(422)
         expect(refused.body.error).toBe("validation_error")

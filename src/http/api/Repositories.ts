@@ -51,7 +51,10 @@ export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
     success: Repository,
     error: [NotFound, ValidationError]
   }).annotate(RequiredScope, "code:admin").annotateMerge(
-    docs("Update repository settings", "Description, visibility, default branch, forking, `stalePullRequests`. Scope `code:admin`.")
+    docs(
+      "Update repository settings",
+      "Description, visibility, default branch, forking, `stalePullRequests`. Scope `code:admin`."
+    )
   ),
   HttpApiEndpoint.delete("remove", "/:org/:repo", {
     params: repoParams,

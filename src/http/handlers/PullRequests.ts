@@ -30,7 +30,8 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
     const suggestions = yield* Suggestions
     const makeClient = yield* PullRequest.client
     const actor = Effect.map(CurrentPrincipal, actorOf)
-    const find = (params: PullParams) => Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
+    const find = (params: PullParams) =>
+      Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
 
     /** Re-evaluates the pull request in its entity, without waiting (merge checks, auto-merge, stale timer). */
     const nudge = (prId: string, sender: { readonly id: string; readonly name: string } | null) =>
