@@ -40,6 +40,7 @@ import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
+import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -95,6 +96,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),
+    Layer.provideMerge(CodeReviewLive),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

@@ -5,6 +5,7 @@ import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import { CodeOwnersHandlers } from "./handlers/CodeOwners.ts"
 import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
@@ -40,6 +41,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide(PullRequestsHandlers),
+  Layer.provide(CodeOwnersHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

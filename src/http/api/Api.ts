@@ -1,6 +1,7 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { CodeOwnersApi } from "./CodeOwners.ts"
 import { ComponentsApi } from "./Components.ts"
 import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
@@ -35,6 +36,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
   .add(PullRequestsApi)
+  .add(CodeOwnersApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
