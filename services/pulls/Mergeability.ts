@@ -8,11 +8,14 @@ import { makeQuarantine, type Quarantine, removeQuarantine } from "../git/Quaran
 import { type GitStorageError, RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { BranchRules } from "./BranchRules.ts"
+import { CodeOwners } from "./CodeOwners.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { MergeConflict, mergeTrees } from "./MergeTree.ts"
+import { changedFiles } from "./PullDiff.ts"
 import { publishPullRequestEvent } from "./PullEvents.ts"
 import { isOpen, loadById, type PrRow } from "./PullRequestRows.ts"
 import { PullRequests } from "./PullRequests.ts"
+import { Reviews } from "./Reviews.ts"
 
 /** Runs `work` with an empty quarantine next to the synced repository; removed afterwards. */
 export const withQuarantine = <A, E, R>(
@@ -59,6 +62,8 @@ export class Mergeability extends Context.Service<Mergeability, {
       const sql = yield* SqlClient.SqlClient
       const cache = yield* RepoCache
       const pulls = yield* PullRequests
+      const reviews = yield* Reviews
+      const codeOwners = yield* CodeOwners
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
 
@@ -78,6 +83,25 @@ export class Mergeability extends Context.Service<Mergeability, {
             changes: ["commits"]
           }))
         })).pipe(Effect.orDie)
+
+      /** Owners of the changed files (CODEOWNERS of the target branch) are requested as reviewers. */
+      const requestCodeOwners = (prId: string, paths: ReadonlyArray<string>) =>
+        Effect.gen(function*() {
+          const found = yield* pulls.findById(prId)
+          if (Option.isNone(found) || paths.length === 0) return
+          const { owners } = yield* codeOwners.forPaths(found.value.repo, found.value.row.target_branch, paths)
+          // Owners come as usernames (without `@`), `@org/team` (no teams here) or e-mail addresses.
+          const handles = owners.filter((owner) => !owner.includes("@"))
+          const emails = owners.filter((owner) => !owner.startsWith("@") && owner.includes("@")).map((email) =>
+            email.toLowerCase()
+          )
+          const byEmail = emails.length === 0 ? [] : yield* sql<{ username: string }>`
+            SELECT u.username FROM users u JOIN memberships m ON m.user_id = u.id
+            WHERE m.org_id = ${found.value.repo.orgId} AND lower(u.email) IN ${sql.in(emails)}`.pipe(Effect.orDie)
+          const usernames = [...handles, ...byEmail.map((row) => row.username)]
+          if (usernames.length === 0) return
+          yield* reviews.request(found.value, null, usernames, "codeowners").pipe(Effect.orDie)
+        })
 
       const stateOf = Effect.fnUntraced(function*(repo: RepoRecord, row: PrRow): Effect.fn.Return<MergeableState> {
         if (row.mergeable === null) return "unknown"
@@ -104,23 +128,25 @@ export class Mergeability extends Context.Service<Mergeability, {
           const found = yield* pulls.findById(prId)
           if (Option.isNone(found) || !isOpen(found.value.row)) return Option.map(found, (f) => f.row)
           const { repo, row } = found.value
-          yield* cache.use(repo, (synced) =>
+          const changedPaths = yield* cache.use(repo, (synced) =>
             Effect.gen(function*() {
               const head = refOf(synced, row.source_branch)
               const target = refOf(synced, row.target_branch)
-              if (Option.isNone(head) || Option.isNone(target)) return
+              if (Option.isNone(head) || Option.isNone(target)) return undefined
               if (head.value !== row.head_sha) yield* recordHead(repo, row, head.value, sender)
               const current = Option.getOrThrow(yield* withSql(loadById(row.id)))
               if (
                 current.mergeable !== null && current.base_sha === target.value && current.head_sha === head.value
-              ) return
+              ) return undefined
               const result = yield* testMerge(cache, synced, target.value, head.value).pipe(Effect.orDie)
               yield* sql`
                 UPDATE pull_requests SET mergeable = ${result.mergeable}, conflicts = ${
                 JSON.stringify(result.conflicts)
               }::jsonb, base_sha = ${target.value}
                 WHERE id = ${row.id} AND head_sha = ${head.value}`.pipe(Effect.orDie)
+              return yield* changedFiles({ dir: synced.dir, env: {} }, target.value, head.value).pipe(Effect.orDie)
             }))
+          if (changedPaths !== undefined) yield* requestCodeOwners(row.id, changedPaths)
           const updated = Option.getOrThrow(yield* withSql(loadById(row.id)))
           const state = yield* stateOf(repo, updated)
           if (state !== updated.mergeable_state) {

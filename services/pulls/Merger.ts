@@ -8,6 +8,7 @@ import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { BranchRules, type MergeActor, type MergePolicy } from "./BranchRules.ts"
+import { closingReferences, IssueCloser } from "./ClosingReferences.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { buildMergeCommit } from "./MergeStrategies.ts"
@@ -172,7 +173,8 @@ export class Merger extends Context.Service<Merger, {
                   pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email }
                 }).pipe(Effect.orDie)
                 if (!result.ok) return yield* new RefRefused({ reason: result.reason ?? "refused" })
-                return { sha, message, head: head.value }
+                const merged = yield* commitsBetween(objects, target.value, head.value).pipe(Effect.orDie)
+                return { sha, message, head: head.value, commitMessages: merged.map((c) => c.message) }
               }))
           })).pipe(Effect.catchTag("GitStorageError", Effect.die))
 
@@ -212,7 +214,7 @@ export class Merger extends Context.Service<Merger, {
                   : Effect.fail(new Conflict({ message: `The target branch refused the merge: ${refused.reason}` })))
             )
             if (Option.isNone(outcome)) continue
-            const { head, message, sha } = outcome.value
+            const { commitMessages, head, message, sha } = outcome.value
             const now = new Date(yield* Clock.currentTimeMillis)
             yield* sql.withTransaction(Effect.gen(function*() {
               yield* sql`
@@ -228,6 +230,16 @@ export class Merger extends Context.Service<Merger, {
               yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, sender, { merged: true }))
             })).pipe(Effect.orDie)
             if (options.deleteBranch === true) yield* deleteSource(repo, row, head, mergedBy)
+            const numbers = closingReferences([row.title, row.body, message, ...commitMessages])
+            if (numbers.length > 0) {
+              const closer = yield* IssueCloser
+              yield* closer.closeReferenced({
+                repo,
+                numbers,
+                pullRequest: { id: row.id, number: row.number },
+                sender: { id: mergedBy.id, name: mergedBy.name }
+              })
+            }
             return { merged: true, sha, strategy: options.strategy, message }
           }
         }

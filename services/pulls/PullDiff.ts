@@ -25,6 +25,18 @@ export const diffAgainstMergeBase = (objects: Objects, target: string, head: str
     })
   })
 
+/** The paths changed from the merge base of `target` and `head` to `head`. */
+export const changedFiles = (objects: Objects, target: string, head: string) =>
+  Effect.gen(function*() {
+    const base = yield* mergeBase(objects, target, head)
+    const out = yield* gitText({
+      gitDir: objects.dir,
+      env: objects.env,
+      args: ["diff", "--name-only", "--no-renames", "-z", base, head]
+    })
+    return out.split("\0").filter((path) => path !== "")
+  })
+
 const stripPrefix = (path: string) => path.replace(/^[ab]\//, "")
 
 /** Splits a unified diff into files with their status, counts and patch text. */

@@ -8,7 +8,7 @@ import { Reviews } from "./Reviews.ts"
 import { Suggestions } from "./Suggestions.ts"
 
 /** Every pull request service, wired (needs the git services, SQL and AppConfig). */
-export const PullsLive = Layer.mergeAll(Reviews.layer, Mergeability.layer, Automation.layer, Suggestions.layer).pipe(
-  Layer.provideMerge(Layer.mergeAll(Merger.layer, Comments.layer)),
+export const PullsLive = Layer.mergeAll(Mergeability.layer, Automation.layer, Suggestions.layer).pipe(
+  Layer.provideMerge(Layer.mergeAll(Merger.layer, Comments.layer, Reviews.layer)),
   Layer.provideMerge(PullRequests.layer)
 )

@@ -1,39 +1,11 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/Errors.ts"
-import type { RepoRecord } from "../git/Repositories.ts"
 import { Comments } from "./Comments.ts"
 import type { Actor } from "./PullEvents.ts"
 import { isOpen } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
-
-/** What applying a suggestion asks of the commit engine (`SuggestionCommit.ts`). */
-export interface SuggestionCommitInput {
-  readonly repo: RepoRecord
-  readonly branch: string
-  readonly expectedHeadSha: string
-  readonly path: string
-  readonly startLine: number
-  readonly endLine: number
-  readonly originalLines: ReadonlyArray<string>
-  readonly replacement: string
-  readonly author: { readonly name: string; readonly email: string }
-  readonly committer: { readonly name: string; readonly email: string }
-  readonly message: string
-}
-
-/** The engine's answer: the new commit, or why it refused ("outdated", "noop"). */
-export type SuggestionCommitFn = (
-  input: SuggestionCommitInput
-) => Effect.Effect<{ readonly sha: string }, { readonly reason: "outdated" | "noop" | string }>
-
-/**
- * The seam to the suggestion-commit engine: the code-review work provides it; without it
- * applying answers 409 saying so.
- */
-export const SuggestionEngine = Context.Reference<SuggestionCommitFn>("canopy/pulls/SuggestionEngine", {
-  defaultValue: () => () => Effect.fail({ reason: "the suggestion engine is not available" })
-})
+import { SuggestionCommits } from "./SuggestionCommit.ts"
 
 /**
  * Applying a suggestion (GUIDE §11): a commit on the source branch by the suggester,
@@ -50,6 +22,7 @@ export class Suggestions extends Context.Service<Suggestions, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const comments = yield* Comments
+      const commits = yield* SuggestionCommits
 
       const apply = Effect.fn("Suggestions.apply")(function*(pull: PullContext, actor: Actor, id: string) {
         const found = yield* comments.suggestion(pull, id)
@@ -61,8 +34,7 @@ export class Suggestions extends Context.Service<Suggestions, {
         if (suggestion.state === "applied") return yield* new Conflict({ message: "The suggestion is already applied" })
         const [author] = yield* sql<{ username: string; name: string | null; email: string }>`
           SELECT username, name, email FROM users WHERE id = ${suggestion.author_id}`.pipe(Effect.orDie)
-        const engine = yield* SuggestionEngine
-        const result = yield* engine({
+        const result = yield* commits.applySuggestion({
           repo: pull.repo,
           branch: pull.row.source_branch,
           expectedHeadSha: pull.row.head_sha,
@@ -72,7 +44,7 @@ export class Suggestions extends Context.Service<Suggestions, {
           originalLines: suggestion.original_lines,
           replacement: suggestion.replacement,
           author: { name: author?.name ?? author?.username ?? "unknown", email: author?.email ?? "" },
-          committer: { name: actor.name, email: actor.email },
+          committer: { name: actor.name, email: actor.email, id: actor.id },
           message: `Apply suggestion to ${suggestion.path}\n\nSuggested in #${pull.row.number}.`
         }).pipe(
           Effect.mapError((refused) =>
@@ -81,7 +53,7 @@ export class Suggestions extends Context.Service<Suggestions, {
                 ? "The suggestion is outdated: those lines changed since it was made"
                 : refused.reason === "noop"
                 ? "The suggestion changes nothing"
-                : `The suggestion cannot be applied: ${refused.reason}`
+                : `The suggestion cannot be applied: ${refused.message}`
             })
           )
         )
