@@ -126,7 +126,7 @@ export class Automation extends Context.Service<Automation, {
             const closed = yield* sql`
               UPDATE pull_requests SET state = 'closed', closed_at = ${new Date(now)}, auto_merge = NULL,
                 updated_at = ${new Date(now)}
-              WHERE id = ${row.id} AND state IN ('open', 'draft') AND last_activity_at = ${row.last_activity_at}
+              WHERE id = ${row.id} AND state IN ('open', 'draft') AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at}
               RETURNING id`
             if (closed.length === 0) return
             yield* withSql(comments.system(
@@ -144,7 +144,7 @@ export class Automation extends Context.Service<Automation, {
             const warned = yield* sql`
               UPDATE pull_requests SET stale_warned_at = ${new Date(now)},
                 labels = array_append(array_remove(labels, ${STALE_LABEL}), ${STALE_LABEL})
-              WHERE id = ${row.id} AND last_activity_at = ${row.last_activity_at} RETURNING id`
+              WHERE id = ${row.id} AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at} RETURNING id`
             if (warned.length === 0) return
             yield* withSql(comments.system(
               row.id,

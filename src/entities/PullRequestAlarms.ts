@@ -1,4 +1,4 @@
-import { Cause, Clock, Context, Duration, Effect, Fiber, Layer } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Fiber, Layer, Schedule } from "effect"
 import { EntityId, Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { PullRequest } from "./PullRequest.ts"
@@ -100,10 +100,16 @@ export const PullRequestSweep = (options?: { readonly sweepInterval?: Duration.I
           AND CASE WHEN p.stale_warned_at IS NULL
             THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
             ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`
-      yield* Effect.forEach(rows, (row) => makeClient(row.id).Tick(undefined).pipe(Effect.ignore), {
-        concurrency: 8,
-        discard: true
-      })
+      // Right after a start the shards may not be assigned yet: retry each a few times.
+      yield* Effect.forEach(
+        rows,
+        (row) =>
+          makeClient(row.id).Tick(undefined).pipe(
+            Effect.retry({ schedule: Schedule.spaced("1 second"), times: 30 }),
+            Effect.catchCause((cause) => Effect.logWarning("PullRequest: stale tick failed", cause))
+          ),
+        { concurrency: 8, discard: true }
+      )
     })
     yield* Effect.andThen(
       sweep.pipe(Effect.catchCause((cause) => Effect.logWarning("PullRequest: stale sweep failed", cause))),
