@@ -7,7 +7,8 @@ import { PullRequest } from "./PullRequest.ts"
 
 /**
  * The durable `pull-requests` consumer of domain events: a push to a branch re-evaluates
- * every open pull request from or into it (a new head is recorded by the entity), and a
+ * the open pull requests from it (the entity records the new head) and marks those into it
+ * for recomputation (at once when auto-merge waits, else when next read), and a
  * commit status re-evaluates the open pull requests whose head is that commit (auto-merge).
  * The entities are nudged after the consumer's transaction, from the layer's own context.
  */
@@ -35,13 +36,18 @@ export const PullRequestSignals = Layer.effectDiscard(Effect.gen(function*() {
         const { ref, repository, sender } = push.value
         if (!ref.startsWith("refs/heads/")) return
         const branch = ref.slice("refs/heads/".length)
-        const rows = yield* sql<{ id: string; source: boolean }>`
-          SELECT id, source_branch = ${branch} AS source FROM pull_requests
-          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft')
-            AND (source_branch = ${branch} OR target_branch = ${branch})`
-        const who = sender === null ? null : { id: sender.id, name: sender.name }
-        yield* nudge(rows.filter((row) => row.source).map((row) => row.id), who)
-        yield* nudge(rows.filter((row) => !row.source).map((row) => row.id), null)
+        const sources = yield* sql<{ id: string }>`
+          SELECT id FROM pull_requests
+          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND source_branch = ${branch}`
+        yield* nudge(sources.map((row) => row.id), sender === null ? null : { id: sender.id, name: sender.name })
+        // Into the branch: mergeability is unknown again. Computed at once where auto-merge
+        // waits, otherwise when next asked for (GitHub's way: a busy target would otherwise
+        // cost a merge per open pull request on every push).
+        const targets = yield* sql<{ id: string; auto: boolean }>`
+          UPDATE pull_requests SET mergeable = NULL, mergeable_state = 'unknown'
+          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND target_branch = ${branch}
+          RETURNING id, auto_merge IS NOT NULL AS auto`
+        yield* nudge(targets.filter((row) => row.auto).map((row) => row.id), null)
         return
       }
       const status = CommitStatusEvent.match(event)

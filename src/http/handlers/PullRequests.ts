@@ -50,7 +50,13 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
           const org = yield* ownOrg(params)
           return yield* pulls.create(org, params.repo, yield* actor, payload)
         }).pipe(after((pr) => pr.id)),
-      get: ({ params }) => Effect.flatMap(ownOrg(params), (org) => pulls.get(org, params.repo, params.number)),
+      get: ({ params }) =>
+        Effect.flatMap(ownOrg(params), (org) => pulls.get(org, params.repo, params.number)).pipe(
+          // Unknown mergeability (the target moved): computed now, answered `null` meanwhile.
+          Effect.tap((pr) =>
+            pr.mergeable === null && (pr.state === "open" || pr.state === "draft") ? nudge(pr.id, null) : Effect.void
+          )
+        ),
       update: ({ params, payload }) =>
         Effect.gen(function*() {
           const org = yield* ownOrg(params)
