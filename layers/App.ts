@@ -21,6 +21,7 @@ import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
+import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
@@ -33,12 +34,14 @@ import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { PullRequestLive } from "../src/entities/PullRequestLive.ts"
 import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
+import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -74,7 +77,8 @@ export const AppLive = (config: AppConfigShape) => {
     IngestStreamEntityLayer,
     SpikeMailer,
     RepositoryEntityLayer,
-    WebhookDelivery
+    WebhookDelivery,
+    PullRequestLive()
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
@@ -92,6 +96,8 @@ export const AppLive = (config: AppConfigShape) => {
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    Layer.provideMerge(PullsLive),
+    Layer.provideMerge(CodeReviewLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),

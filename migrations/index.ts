@@ -8,6 +8,7 @@ import git from "./0007_git.ts"
 import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 import repositoryNumbers from "./0010_repository_numbers.ts"
+import pullRequests from "./0011_pull_requests.ts"
 import branchProtection from "./0013_branch_protection.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards,
   "0010_repository_numbers": repositoryNumbers,
+  "0011_pull_requests": pullRequests,
   "0013_branch_protection": branchProtection
 }

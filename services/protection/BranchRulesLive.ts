@@ -1,4 +1,4 @@
-import { Effect, Layer } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { BranchRules, type BranchRulesShape, type MergeActor } from "../pulls/BranchRules.ts"
 import { Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
@@ -17,6 +17,9 @@ import { bindingRules, mergePolicyOf } from "./RulePolicy.ts"
 export const BranchRulesLive = Layer.effect(
   BranchRules,
   Effect.gen(function*() {
+    // A `BranchRules` provided from outside (a test's seam) is kept, not shadowed.
+    const outer = yield* Effect.context<never>()
+    if (outer.mapUnsafe.has(BranchRules.key)) return Context.get(outer, BranchRules)
     const rules = yield* ProtectionRules
     const statuses = yield* CommitStatuses
     const keys = yield* GpgKeys

@@ -1,5 +1,6 @@
 import { Option } from "effect"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { pullRequestEventTypes } from "../../schemas/PullRequestEvents.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
 import { organizationEvents } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
@@ -33,6 +34,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   PushEvent.type,
   CreateEvent.type,
   DeleteEvent.type,
+  ...pullRequestEventTypes.map((type) => type.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 
@@ -56,6 +58,8 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  *   down or degraded) with `{event, action, organization, monitor, timestamp}`;
  * - `incident.*`, `observe.issue.*`, `observe.spike` (same names) with the event's data under
  *   `incident`, `issue` or `spike`;
+ * - `pull_request.*` with `{event, action, repository, pullRequest, sender, timestamp}` (plus
+ *   `review`, `requestedReviewers`, `merge`, `changes` where the event has them);
  * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
  *   `commits`, `timestamp`), `create` and `delete` with `ref`, `refType` and `sha` instead of
  *   the push fields, to the repository's webhooks.
@@ -72,6 +76,18 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
       repoId: data.repository.id,
       payload: () => ({ event: event.type, ...data })
     })
+  }
+  for (const type of pullRequestEventTypes) {
+    const pull = type.match(event)
+    if (Option.isSome(pull)) {
+      // `{event, action, repository, pullRequest, sender, timestamp}` plus the event's own object.
+      const data = pull.value as { readonly repository: PayloadRepository } & Record<string, unknown>
+      return Option.some({
+        event: event.type,
+        repoId: data.repository.id,
+        payload: () => ({ event: event.type, action: action(event.type), ...data })
+      })
+    }
   }
   const status = MonitorStatusEvent.match(event)
   if (Option.isSome(status)) {

@@ -11,6 +11,7 @@ import {
   CommitStatusesHandlers,
   GpgKeysHandlers
 } from "./handlers/BranchProtection.ts"
+import { CodeOwnersHandlers } from "./handlers/CodeOwners.ts"
 import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
 import { MeHandlers } from "./handlers/Me.ts"
@@ -18,6 +19,7 @@ import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
+import { PullRequestsHandlers } from "./handlers/PullRequests.ts"
 import { RepositoriesHandlers } from "./handlers/Repositories.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
@@ -45,6 +47,8 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide([BranchProtectionHandlers, CommitStatusesHandlers, GpgKeysHandlers, AuditHandlers]),
+  Layer.provide(PullRequestsHandlers),
+  Layer.provide(CodeOwnersHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

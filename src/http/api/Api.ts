@@ -4,6 +4,7 @@ import { AdminApi } from "./Admin.ts"
 import { AuditApi } from "./Audit.ts"
 import { BranchProtectionApi } from "./BranchProtection.ts"
 import { CommitStatusesApi } from "./CommitStatuses.ts"
+import { CodeOwnersApi } from "./CodeOwners.ts"
 import { ComponentsApi } from "./Components.ts"
 import { GpgKeysApi } from "./GpgKeys.ts"
 import { IncidentsApi } from "./Incidents.ts"
@@ -13,6 +14,7 @@ import { ObserveApi } from "./Observe.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
+import { PullRequestsApi } from "./PullRequests.ts"
 import { RepositoriesApi } from "./Repositories.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
@@ -41,6 +43,8 @@ const Endpoints = HttpApi.make("canopy")
   .add(CommitStatusesApi)
   .add(GpgKeysApi)
   .add(AuditApi)
+  .add(PullRequestsApi)
+  .add(CodeOwnersApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

@@ -1,0 +1,6 @@
+import { Layer } from "effect"
+import { CodeOwners } from "../services/pulls/CodeOwners.ts"
+import { SuggestionCommits } from "../services/pulls/SuggestionCommit.ts"
+
+/** Code review services beside pull requests: suggestion commits, CODEOWNERS, repository issues. */
+export const CodeReviewLive = Layer.mergeAll(SuggestionCommits.layer, CodeOwners.layer)
