@@ -51,6 +51,19 @@ const readCommits = (gitDir: string, env: Readonly<Record<string, string>>, shas
     }
   )
 
+/**
+ * The bytes of an ASCII-armored PGP signature (RFC 4880 §6.2): the base64 body between the
+ * header block and the `=` checksum line; undefined when it is not a signature block.
+ */
+export const dearmor = (armored: string): Uint8Array | undefined => {
+  const lines = armored.trim().split(/\r?\n/)
+  if (lines[0] !== "-----BEGIN PGP SIGNATURE-----" || lines.at(-1) !== "-----END PGP SIGNATURE-----") return undefined
+  const blank = lines.indexOf("")
+  const body = lines.slice(blank === -1 ? 1 : blank + 1, -1).filter((line) => !line.startsWith("="))
+  const bytes = Buffer.from(body.join(""), "base64")
+  return bytes.length === 0 ? undefined : bytes
+}
+
 /** A new commit as `git rev-list --parents --header` shows it: id, parents and the object rebuilt. */
 export interface WalkedCommit {
   readonly sha: string
@@ -112,7 +125,10 @@ const verifies = async (
   signingKeys: Map<string, Promise<SigningKey | undefined>>
 ) => {
   try {
-    const signature = await openpgp.readSignature({ armoredSignature: signed.signature })
+    const binary = dearmor(signed.signature)
+    if (binary === undefined) return false
+    // openpgp's armor reader is stream-based and costs more than the verification itself.
+    const signature = await openpgp.readSignature({ binarySignature: binary })
     const packet = signature.packets[0]
     if (signature.packets.length !== 1 || packet === undefined) return false
     const issuer = packet.issuerKeyID

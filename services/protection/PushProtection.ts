@@ -121,9 +121,17 @@ export const PushProtectionLive = Layer.effect(
         const branch = command.name.slice(BRANCH_PREFIX.length)
         const matching = yield* rules.enforced(repo, branch)
         if (matching.length === 0) return undefined
-        const [actor, facts] = yield* Effect.all([
+        const facts = yield* factsOf(repo, command, dir, env)
+        // The commit checks (a git walk, signature verification) run beside the pusher lookup.
+        const deleting = command.newSha === ZERO_SHA
+        const warm = deleting ? Effect.void : matching.some((rule) => rule.requireSignedCommits)
+          ? facts.unsigned
+          : matching.some((rule) => rule.requireLinearHistory)
+          ? facts.mergeCommits
+          : Effect.void
+        const [actor] = yield* Effect.all([
           pusher === null ? Effect.succeed(null) : actors.inOrganization(pusher.id, repo.orgId),
-          factsOf(repo, command, dir, env)
+          warm
         ], { concurrency: 2 })
         const refused: Array<{ rule: EnforcedRule; reasons: ReadonlyArray<string> }> = []
         for (const rule of matching) {
