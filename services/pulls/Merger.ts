@@ -6,7 +6,7 @@ import { MergeBlocked, type MergeResult, type MergeStrategy } from "../../schema
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
-import type { RepoRecord } from "../git/Repositories.ts"
+import { ProtectedBranches, type RepoRecord } from "../git/Repositories.ts"
 import { BranchRules, type MergeActor, MergeInProgress, type MergePolicy } from "./BranchRules.ts"
 import { closingReferences, IssueCloser } from "./ClosingReferences.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
@@ -185,6 +185,8 @@ export class Merger extends Context.Service<Merger, {
       const deleteSource = (repo: RepoRecord, row: PrRow, headSha: string, by: Actor) =>
         Effect.gen(function*() {
           if (row.source_branch === repo.defaultBranch) return
+          // GUIDE §11: a protected source branch is kept (no bypass here, even for owners).
+          if ((yield* (yield* ProtectedBranches)(repo.id, [row.source_branch])).size > 0) return
           yield* cache.use(repo, (synced) =>
             refUpdates.apply({
               repo,

@@ -173,6 +173,17 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "300 seconds" })("Branc
       expect((yield* t.pulls.merge(t.number, { strategy: "squash" }, t.bob.key)).status).toBe(200)
     }))
 
+  it.effect("deleteBranch keeps a protected source branch, even for an owner, and writes no audit entry", () =>
+    Effect.gen(function*() {
+      const t = yield* scenario({ requiredApprovals: 0 })
+      yield* createRule(t.baseUrl, t.repo, { branchPattern: "feat*", requirePullRequest: false })
+      const head = (yield* t.pulls.get(t.number)).body.headSha as string
+      const merged = yield* t.pulls.merge(t.number, { deleteBranch: true }, t.repo.key)
+      expect(merged.status).toBe(200)
+      expect(yield* branchSha(t.baseUrl, t.repo, "feature")).toBe(head)
+      expect((yield* request(`${t.baseUrl}/api/v1/audit`, { token: t.repo.key })).body.count).toBe(0)
+    }))
+
   it.effect("bypass on merge: an owner merges past the rules with an audit entry; a listed user for that rule only", () =>
     Effect.gen(function*() {
       const t = yield* scenario({ requiredApprovals: 2, bypassUsers: [] })
