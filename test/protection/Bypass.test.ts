@@ -1,10 +1,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import type { RepoRecord } from "../../services/git/Repositories.ts"
 import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { commit, createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
-import { addMember, branchSha, createRule } from "./support.ts"
+import { addMember, branchSha, createRule, recordOf } from "./support.ts"
 
 class TestApp extends Context.Service<TestApp, {
   readonly baseUrl: string
@@ -19,17 +18,6 @@ let counter = 0
 
 const auditOf = (baseUrl: string, token: string, query = "") =>
   Effect.map(request(`${baseUrl}/api/v1/audit${query}`, { token }), (response) => response)
-
-const recordOf = (repo: { id: string; org: { id: string }; slug: string; name: string }): RepoRecord => ({
-  id: repo.id,
-  orgId: repo.org.id,
-  orgSlug: repo.slug,
-  name: repo.name,
-  slug: repo.name,
-  visibility: "private",
-  defaultBranch: "main",
-  archived: false
-})
 
 layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Branch protection bypass", (it) => {
   it.effect("owners and admins bypass every rule on push, and each bypass writes an audit entry", () =>

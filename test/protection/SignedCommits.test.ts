@@ -1,11 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import type { RepoRecord } from "../../services/git/Repositories.ts"
 import { parseWalk } from "../../services/protection/CommitSignatures.ts"
 import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
-import { addMember, branchSha, createRule, gpgKey, signedCommit } from "./support.ts"
+import { addMember, branchSha, createRule, gpgKey, recordOf, signedCommit } from "./support.ts"
 
 class TestApp extends Context.Service<TestApp, {
   readonly baseUrl: string
@@ -142,16 +141,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
 
       // The merge engine's question gives the same answers.
       const rules = Context.get(context, BranchRules)
-      const record: RepoRecord = {
-        id: repo.id,
-        orgId: repo.org.id,
-        orgSlug: repo.slug,
-        name: repo.name,
-        slug: repo.name,
-        visibility: "private",
-        defaultBranch: "main",
-        archived: false
-      }
+      const record = recordOf(repo)
       const stray = yield* signedCommit(git, dir, { "5.txt": "5\n" }, "stray", strayKey)
       const unsigned = yield* signedCommit(git, dir, { "4.txt": "4\n" }, "unsigned")
       const gitDir = `${dir}/.git`

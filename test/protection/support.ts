@@ -3,6 +3,7 @@ import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import type { RepoRecord } from "../../services/git/Repositories.ts"
 import { cloneUrl, type GitClient } from "../git/gitClient.ts"
 import { adminToken, request } from "../support/app.ts"
 
@@ -136,3 +137,15 @@ export const branchSha = (baseUrl: string, repo: { slug: string; name: string; k
     (response) =>
       (response.body.branches as Array<{ name: string; commitSha: string }>).find((b) => b.name === branch)?.commitSha
   )
+
+/** The `RepoRecord` of a repository made by `createRepo` (for calling services directly). */
+export const recordOf = (repo: { id: string; org: { id: string }; slug: string; name: string }): RepoRecord => ({
+  id: repo.id,
+  orgId: repo.org.id,
+  orgSlug: repo.slug,
+  name: repo.name,
+  slug: repo.name,
+  visibility: "private",
+  defaultBranch: "main",
+  archived: false
+})
