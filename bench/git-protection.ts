@@ -129,11 +129,11 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
   const plainMs = median(plain)
   const guardedMs = median(guarded)
   return [
-    { step: `push ${COMMITS} signed commits, no rules`, "median ms": plainMs, rounds: ROUNDS, ratio: 1 },
+    { step: `push ${COMMITS} signed commits, no rules`, "median ms": plainMs, rounds: String(ROUNDS), ratio: 1 },
     {
       step: `push ${COMMITS} signed commits, 3 rules (signed on)`,
       "median ms": guardedMs,
-      rounds: ROUNDS,
+      rounds: String(ROUNDS),
       ratio: guardedMs / plainMs
     }
   ]
