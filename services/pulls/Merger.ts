@@ -7,7 +7,7 @@ import { ZERO_SHA } from "../git/PktLine.ts"
 import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
-import { BranchRules, type MergeActor, type MergePolicy } from "./BranchRules.ts"
+import { BranchRules, type MergeActor, MergeInProgress, type MergePolicy } from "./BranchRules.ts"
 import { closingReferences, IssueCloser } from "./ClosingReferences.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
@@ -171,7 +171,11 @@ export class Merger extends Context.Service<Merger, {
                   commands: [{ name: `refs/heads/${row.target_branch}`, oldSha: target.value, newSha: sha }],
                   atomic: true,
                   pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email }
-                }).pipe(Effect.orDie)
+                }).pipe(
+                  // The merge checks governed this update: the push hook lets it through.
+                  Effect.provideService(MergeInProgress, true),
+                  Effect.orDie
+                )
                 if (!result.ok) return yield* new RefRefused({ reason: result.reason ?? "refused" })
                 const merged = yield* commitsBetween(objects, target.value, head.value).pipe(Effect.orDie)
                 return { sha, message, head: head.value, commitMessages: merged.map((c) => c.message) }
