@@ -29,7 +29,7 @@ describe("pull request webhook payloads", () => {
         ...base,
         review: { id: "rev_1", state: "approved", body: "", reviewer: "grace" }
       })
-      const mapped = toWebhookEvent({ id: 1, createdAt: new Date(), orgId: "org_1", ...event })
+      const mapped = toWebhookEvent({ id: 1, createdAt: new Date(), ...event })
       expect(Option.isSome(mapped)).toBe(true)
       const webhook = Option.getOrThrow(mapped)
       expect(webhook.event).toBe("pull_request.review_submitted")

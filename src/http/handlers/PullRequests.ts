@@ -1,4 +1,5 @@
 import { Effect } from "effect"
+import { Sharding } from "effect/cluster"
 import { HttpApiBuilder } from "effect/http-api"
 import { Conflict, NotFound } from "../../../schemas/Errors.ts"
 import { MergeBlocked } from "../../../schemas/PullRequests.ts"
@@ -9,6 +10,7 @@ import { PullRequests } from "../../../services/pulls/PullRequests.ts"
 import { Reviews } from "../../../services/pulls/Reviews.ts"
 import { Suggestions } from "../../../services/pulls/Suggestions.ts"
 import { PullRequest } from "../../entities/PullRequest.ts"
+import { nudgeCompaction } from "../../entities/Repository.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { ownOrg } from "./Repositories.ts"
@@ -29,6 +31,7 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
     const automation = yield* Automation
     const suggestions = yield* Suggestions
     const makeClient = yield* PullRequest.client
+    const sharding = yield* Sharding.Sharding
     const actor = Effect.map(CurrentPrincipal, actorOf)
     const find = (params: PullParams) =>
       Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
@@ -78,7 +81,9 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
               error instanceof MergeBlocked || error instanceof Conflict || error instanceof NotFound
                 ? Effect.fail(error)
                 : Effect.die(error)
-            )
+            ),
+            // Each merge stores a pack: let the repository compact when they pile up.
+            Effect.tap(() => Effect.provideService(nudgeCompaction(row.repo_id), Sharding.Sharding, sharding))
           )
         }),
       enableAutoMerge: ({ params, payload }) =>
