@@ -1,5 +1,4 @@
 import { Effect } from "effect"
-import { Sharding } from "effect/cluster"
 import { HttpApiBuilder } from "effect/http-api"
 import { Conflict, NotFound } from "../../../schemas/Errors.ts"
 import { MergeBlocked } from "../../../schemas/PullRequests.ts"
@@ -10,10 +9,13 @@ import { PullRequests } from "../../../services/pulls/PullRequests.ts"
 import { Reviews } from "../../../services/pulls/Reviews.ts"
 import { Suggestions } from "../../../services/pulls/Suggestions.ts"
 import { PullRequest } from "../../entities/PullRequest.ts"
-import { nudgeCompaction } from "../../entities/Repository.ts"
+import { Repository } from "../../entities/Repository.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { ownOrg } from "./Repositories.ts"
+
+/** Merge packs a repository may pile up before it is compacted. */
+const MERGE_PACKS_BEFORE_COMPACTION = 32
 
 interface PullParams {
   readonly org: string
@@ -31,7 +33,7 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
     const automation = yield* Automation
     const suggestions = yield* Suggestions
     const makeClient = yield* PullRequest.client
-    const sharding = yield* Sharding.Sharding
+    const repositoryClient = yield* Repository.client
     const actor = Effect.map(CurrentPrincipal, actorOf)
     const find = (params: PullParams) =>
       Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
@@ -82,8 +84,15 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
                 ? Effect.fail(error)
                 : Effect.die(error)
             ),
-            // Each merge stores a pack: let the repository compact when they pile up.
-            Effect.tap(() => Effect.provideService(nudgeCompaction(row.repo_id), Sharding.Sharding, sharding))
+            // Each merge stores a small pack: let the repository compact once they pile up (a
+            // full repack, so less often than after pushes).
+            Effect.tap(() =>
+              repositoryClient(row.repo_id).Compact({ minPacks: MERGE_PACKS_BEFORE_COMPACTION }).pipe(
+                Effect.tapError((error) => Effect.logWarning("compaction failed", error)),
+                Effect.ignore,
+                Effect.forkDetach
+              )
+            )
           )
         }),
       enableAutoMerge: ({ params, payload }) =>
