@@ -161,7 +161,14 @@ const main = async () => {
     }
     console.log(`opened ${numbers.size} pull requests in ${Date.now() - started} ms`)
     // Let the entities finish their first mergeability computations (background work).
-    await new Promise((resolve) => setTimeout(resolve, 5_000))
+    started = Date.now()
+    while (true) {
+      const open = await call("GET", "/repos/bench/repo/pulls?state=open")
+      const computing = open.body.pullRequests.filter((pr: any) => pr.mergeable === null).length
+      if (computing === 0) break
+      await new Promise((resolve) => setTimeout(resolve, 1_000))
+    }
+    console.log(`mergeability of every pull request computed after ${Date.now() - started} ms more`)
 
     const timings: Array<Timing> = []
     for (const strategy of STRATEGIES) {

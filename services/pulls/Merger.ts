@@ -172,7 +172,7 @@ export class Merger extends Context.Service<Merger, {
                   atomic: true,
                   pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email }
                 }).pipe(
-                  // The merge checks above applied the target's rules; the push hook lets the merge in.
+                  // The merge checks governed this update: the push hook lets it through.
                   Effect.provideService(MergeInProgress, true),
                   Effect.orDie
                 )

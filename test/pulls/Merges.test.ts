@@ -171,6 +171,16 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Pull 
         (r) => r.body.headSha === resolvedHead && r.body.mergeable !== null
       )
       expect(resolved.body.mergeable).toBe(true)
+      // The push to the source branch is announced as `pull_request.updated` with the new head.
+      const { sql } = yield* TestApp
+      const updated = yield* sql<{ data: any }>`
+        SELECT data FROM domain_events WHERE type = 'pull_request.updated'
+          AND data->'repository'->>'id' = ${repo.id} ORDER BY id`
+      expect(updated.map((e) => e.data)).toContainEqual(expect.objectContaining({
+        after: resolvedHead,
+        changes: ["commits"],
+        pullRequest: expect.objectContaining({ number: 1, headSha: resolvedHead })
+      }))
       expect((yield* pulls.merge(1)).status).toBe(200)
     }))
 

@@ -81,6 +81,36 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Pull 
       expect(mergedPatch.status).toBe(409)
     }))
 
+  it.effect("the repository setting stalePullRequests: defaults, PATCH, validation", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const git = yield* gitClient
+      const { repo } = yield* repoWithMain(git, baseUrl, slug())
+      const url = `${baseUrl}/api/v1/code/repos/${repo.slug}/${repo.name}`
+      const read = yield* request(url, { token: repo.key })
+      expect(read.body.stalePullRequests).toEqual({ enabled: true, warnAfterDays: 30, closeAfterDays: 90 })
+      const patched = yield* request(url, {
+        method: "PATCH",
+        token: repo.key,
+        body: { stalePullRequests: { enabled: false, warnAfterDays: 10 } }
+      })
+      expect(patched.status).toBe(200)
+      expect(patched.body.stalePullRequests).toEqual({ enabled: false, warnAfterDays: 10, closeAfterDays: 90 })
+      const inverted = yield* request(url, {
+        method: "PATCH",
+        token: repo.key,
+        body: { stalePullRequests: { closeAfterDays: 5 } }
+      })
+      expect(inverted.status).toBe(400)
+      expect(inverted.body.error).toBe("validation_error")
+      const zero = yield* request(url, {
+        method: "PATCH",
+        token: repo.key,
+        body: { stalePullRequests: { warnAfterDays: 0 } }
+      })
+      expect(zero.status).toBe(400)
+    }))
+
   it.effect("validation: unknown source branch names it, bad bodies are 400, unknown numbers 404", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp

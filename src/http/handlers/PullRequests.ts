@@ -9,9 +9,13 @@ import { PullRequests } from "../../../services/pulls/PullRequests.ts"
 import { Reviews } from "../../../services/pulls/Reviews.ts"
 import { Suggestions } from "../../../services/pulls/Suggestions.ts"
 import { PullRequest } from "../../entities/PullRequest.ts"
+import { Repository } from "../../entities/Repository.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
 import { ownOrg } from "./Repositories.ts"
+
+/** Merge packs a repository may pile up before it is compacted. */
+const MERGE_PACKS_BEFORE_COMPACTION = 32
 
 interface PullParams {
   readonly org: string
@@ -29,6 +33,7 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
     const automation = yield* Automation
     const suggestions = yield* Suggestions
     const makeClient = yield* PullRequest.client
+    const repositoryClient = yield* Repository.client
     const actor = Effect.map(CurrentPrincipal, actorOf)
     const find = (params: PullParams) =>
       Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
@@ -78,6 +83,15 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
               error instanceof MergeBlocked || error instanceof Conflict || error instanceof NotFound
                 ? Effect.fail(error)
                 : Effect.die(error)
+            ),
+            // Each merge stores a small pack: let the repository compact once they pile up (a
+            // full repack, so less often than after pushes).
+            Effect.tap(() =>
+              repositoryClient(row.repo_id).Compact({ minPacks: MERGE_PACKS_BEFORE_COMPACTION }).pipe(
+                Effect.tapError((error) => Effect.logWarning("compaction failed", error)),
+                Effect.ignore,
+                Effect.forkDetach
+              )
             )
           )
         }),
