@@ -1,5 +1,4 @@
 import { Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
 import { gitText, runGit } from "../git/GitProcess.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
@@ -17,7 +16,6 @@ const BRANCH_PREFIX = "refs/heads/"
 /** What a push brings to a branch, computed at most once per ref and only when a rule asks. */
 interface PushFacts {
   readonly fastForward: Effect.Effect<boolean>
-  readonly newCommits: Effect.Effect<ReadonlyArray<string>>
   readonly mergeCommits: Effect.Effect<ReadonlyArray<string>>
   readonly unsigned: Effect.Effect<ReadonlyArray<string>>
 }
@@ -74,7 +72,6 @@ export const PushProtectionLive = Layer.effect(
     const keys = yield* GpgKeys
     const audit = yield* AuditLog
     const actors = yield* Actors
-    const sql = yield* SqlClient.SqlClient
 
     const factsOf = (repo: RepoRecord, command: RefCommand, dir: string, env: Readonly<Record<string, string>>) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
@@ -86,7 +83,6 @@ export const PushProtectionLive = Layer.effect(
         args: ["rev-list", "--parents", "--header", command.newSha, "--not", "--all"]
       }).pipe(Effect.map(parseWalk), Effect.orDie, Effect.cached)
       return Effect.flatMap(walk, (walked) => {
-        const newCommits = Effect.map(walked, (commits) => commits.map((c) => c.sha))
         return Effect.all({
           fastForward: Effect.cached(
             git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
@@ -94,7 +90,6 @@ export const PushProtectionLive = Layer.effect(
               Effect.orElseSucceed(() => false)
             )
           ),
-          newCommits: Effect.succeed(newCommits),
           mergeCommits: Effect.succeed(
             Effect.map(walked, (commits) => commits.filter((c) => c.parents.length > 1).map((c) => c.sha))
           ),
@@ -153,7 +148,7 @@ export const PushProtectionLive = Layer.effect(
             detail: `Pushed ${short(command.oldSha)}..${short(command.newSha)} past: ${
               [...new Set(refused.flatMap(({ reasons }) => reasons))].join("; ")
             }`
-          }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          })
         }
         return undefined
       })
