@@ -11,6 +11,8 @@
  * the last 20 commits of `main` from elsewhere, `git fetch` them into the first clone,
  * push the ten-commit `topic` branch.
  *
+ * Then the cost of branch protection on a 100-commit signed push (bench/git-protection.ts).
+ *
  * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4).
  */
 import { Effect, Exit, Scope } from "effect"
@@ -21,6 +23,7 @@ import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
+import { benchProtection } from "./git-protection.ts"
 import { generateRepository, run } from "./git-repo.ts"
 import { freePort, printTable, startProcess, stop } from "./support.ts"
 
@@ -208,6 +211,16 @@ const main = async () => {
   })
   console.log(`\nCOMMITS=${COMMITS} FILES=${FILES} LARGE=${LARGE} (bytes: received by the client, sent for pushes)\n`)
   printTable(rows)
+
+  const protection = await benchProtection({
+    baseUrl: `http://127.0.0.1:${canopyPort}`,
+    adminToken,
+    org: "bench",
+    dir,
+    gitEnv
+  })
+  console.log("\nBranch protection on push (goal: ratio under 1.10)\n")
+  printTable(protection)
 
   for (const server of servers) server.proxy.close()
   backend.close()

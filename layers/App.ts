@@ -20,6 +20,8 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { Events } from "../services/platform/Events.ts"
 import { OutboundGuard } from "../services/platform/OutboundGuard.ts"
 import { Tenancy } from "../services/platform/Tenancy.ts"
+import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
+import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
@@ -32,6 +34,7 @@ import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
+import { PullRequestLive } from "../src/entities/PullRequestLive.ts"
 import { RepositoryEntityLayer } from "../src/entities/Repository.ts"
 import { SpikeMailer } from "../src/entities/SpikeMailer.ts"
 import { WebhookDeliveryLive } from "../src/entities/WebhookDelivery.ts"
@@ -74,7 +77,8 @@ export const AppLive = (config: AppConfigShape) => {
     IngestStreamEntityLayer,
     SpikeMailer,
     RepositoryEntityLayer,
-    WebhookDelivery
+    WebhookDelivery,
+    PullRequestLive()
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
@@ -92,7 +96,10 @@ export const AppLive = (config: AppConfigShape) => {
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    Layer.provideMerge(PullsLive),
     Layer.provideMerge(CodeReviewLive),
+    // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
+    Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

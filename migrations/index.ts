@@ -8,7 +8,9 @@ import git from "./0007_git.ts"
 import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 import repositoryNumbers from "./0010_repository_numbers.ts"
+import pullRequests from "./0011_pull_requests.ts"
 import repositoryIssues from "./0012_repository_issues.ts"
+import branchProtection from "./0013_branch_protection.ts"
 import observeEventReferences from "./0016_observe_event_references.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -23,6 +25,8 @@ export const migrations = {
   "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards,
   "0010_repository_numbers": repositoryNumbers,
+  "0011_pull_requests": pullRequests,
   "0012_repository_issues": repositoryIssues,
+  "0013_branch_protection": branchProtection,
   "0016_observe_event_references": observeEventReferences
 }

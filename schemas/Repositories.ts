@@ -36,6 +36,19 @@ export const isValidBranchName = (name: string): boolean =>
 
 const Description = Schema.String.check(Schema.isMaxLength(1000))
 
+/** Stale pull requests (GUIDE §11): label and comment after `warnAfterDays`, close after `closeAfterDays`. */
+export const StalePullRequests = Schema.Struct({
+  enabled: Schema.Boolean,
+  warnAfterDays: Schema.Int,
+  closeAfterDays: Schema.Int
+})
+const Days = Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 3650 }))
+export const StalePullRequestsPatch = Schema.Struct({
+  enabled: Schema.optionalKey(Schema.Boolean),
+  warnAfterDays: Schema.optionalKey(Days),
+  closeAfterDays: Schema.optionalKey(Days)
+})
+
 export const Repository = Schema.Struct({
   id: Schema.String,
   name: Schema.String,
@@ -48,6 +61,7 @@ export const Repository = Schema.Struct({
   archived: Schema.Boolean,
   cloneUrl: Schema.String,
   storageBytes: Schema.Number,
+  stalePullRequests: StalePullRequests,
   createdAt: Schema.String,
   updatedAt: Schema.String
 })
@@ -66,7 +80,8 @@ export const UpdateRepository = Schema.Struct({
   description: Schema.optional(Schema.NullOr(Description)),
   visibility: Schema.optional(Visibility),
   defaultBranch: Schema.optional(BranchName),
-  allowForking: Schema.optional(Schema.Boolean)
+  allowForking: Schema.optional(Schema.Boolean),
+  stalePullRequests: Schema.optionalKey(StalePullRequestsPatch)
 })
 export type UpdateRepository = typeof UpdateRepository.Type
 

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { Conflict, NotFound } from "../../schemas/Errors.ts"
+import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import type {
   BranchList,
   CreateRepository,
@@ -29,6 +29,9 @@ interface RepositoryRow {
   readonly archived: boolean
   readonly pack_bytes: string | number
   readonly lfs_bytes: string | number
+  readonly stale_enabled: boolean
+  readonly stale_warn_days: number
+  readonly stale_close_days: number
   readonly created_at: Date
   readonly updated_at: Date
 }
@@ -56,6 +59,14 @@ const toRecord = (row: RepositoryRow): RepoRecord => ({
   archived: row.archived
 })
 
+/**
+ * Which of a repository's branches some protection rule matches (the branch list's
+ * `protected`); branch protection fills it in, the default protects nothing.
+ */
+export const ProtectedBranches = Context.Reference<
+  (repoId: string, branches: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
+>("canopy/git/ProtectedBranches", { defaultValue: () => () => Effect.succeed(new Set<string>()) })
+
 /** Repository change events, published in the transaction of the change. */
 export const REPOSITORY_CHANGED = "repository.changed"
 
@@ -68,7 +79,7 @@ export class Repositories extends Context.Service<Repositories, {
   create(org: Organization, input: CreateRepository): Effect.Effect<Repository, Conflict>
   list(orgId: string): Effect.Effect<RepositoryList>
   get(orgId: string, slug: string): Effect.Effect<Repository, NotFound>
-  update(orgId: string, slug: string, patch: UpdateRepository): Effect.Effect<Repository, NotFound>
+  update(orgId: string, slug: string, patch: UpdateRepository): Effect.Effect<Repository, NotFound | ValidationError>
   remove(orgId: string, slug: string): Effect.Effect<void, NotFound>
   branches(orgId: string, slug: string): Effect.Effect<BranchList, NotFound>
   tags(orgId: string, slug: string): Effect.Effect<TagList, NotFound>
@@ -98,6 +109,11 @@ export class Repositories extends Context.Service<Repositories, {
         archived: row.archived,
         cloneUrl: `${config.baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
         storageBytes: Number(row.pack_bytes) + Number(row.lfs_bytes),
+        stalePullRequests: {
+          enabled: row.stale_enabled,
+          warnAfterDays: row.stale_warn_days,
+          closeAfterDays: row.stale_close_days
+        },
         createdAt: row.created_at.toISOString(),
         updatedAt: row.updated_at.toISOString()
       })
@@ -148,9 +164,21 @@ export class Repositories extends Context.Service<Repositories, {
 
       const update = Effect.fn("Repositories.update")(function*(orgId: string, slug: string, patch: UpdateRepository) {
         const current = yield* findOwned(orgId, slug)
+        const stale = {
+          enabled: patch.stalePullRequests?.enabled ?? current.stale_enabled,
+          warn: patch.stalePullRequests?.warnAfterDays ?? current.stale_warn_days,
+          close: patch.stalePullRequests?.closeAfterDays ?? current.stale_close_days
+        }
+        if (stale.close <= stale.warn) {
+          return yield* new ValidationError({
+            message: "stalePullRequests.closeAfterDays must be greater than warnAfterDays",
+            details: [{ path: "body.stalePullRequests.closeAfterDays", message: "must be greater than warnAfterDays" }]
+          })
+        }
         yield* sql.withTransaction(Effect.gen(function*() {
           yield* sql`
             UPDATE repositories SET
+              stale_enabled = ${stale.enabled}, stale_warn_days = ${stale.warn}, stale_close_days = ${stale.close},
               description = ${patch.description === undefined ? current.description : patch.description},
               visibility = ${patch.visibility ?? current.visibility},
               default_branch = ${patch.defaultBranch ?? current.default_branch},
@@ -175,9 +203,16 @@ export class Repositories extends Context.Service<Repositories, {
         const rows = yield* sql<{ name: string; sha: string }>`
           SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id} AND name LIKE 'refs/heads/%' ORDER BY name`
           .pipe(Effect.orDie)
-        const list = rows.map((row) => {
-          const name = row.name.slice("refs/heads/".length)
-          return { name, commitSha: row.sha, isDefault: name === repo.default_branch, protected: false }
+        const names = rows.map((row) => row.name.slice("refs/heads/".length))
+        const protectedNames = yield* (yield* ProtectedBranches)(repo.id, names)
+        const list = rows.map((row, index) => {
+          const name = names[index]
+          return {
+            name,
+            commitSha: row.sha,
+            isDefault: name === repo.default_branch,
+            protected: protectedNames.has(name)
+          }
         })
         return { branches: list, count: list.length }
       })

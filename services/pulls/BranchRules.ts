@@ -98,3 +98,13 @@ export const CommitStatusEvent = eventType(
     state: StatusState
   })
 )
+
+/**
+ * Set (`Effect.provideService(MergeInProgress, true)`) around the `RefUpdates.apply` of a
+ * pull request merge: the push-side protection hook then lets the target's update through,
+ * since the merge checks (`mergePolicy`) already governed it; `requirePullRequest` would
+ * otherwise refuse it as a direct update.
+ */
+export const MergeInProgress = Context.Reference<boolean>("canopy/pulls/MergeInProgress", {
+  defaultValue: () => false
+})

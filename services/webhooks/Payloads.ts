@@ -1,5 +1,6 @@
 import { Option } from "effect"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { pullRequestEventTypes } from "../../schemas/PullRequestEvents.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
 import { issueEventTypes } from "../../schemas/RepositoryIssues.ts"
 import { organizationEvents } from "../../schemas/Webhooks.ts"
@@ -28,6 +29,12 @@ export interface WebhookEvent {
   readonly payload: (organization: PayloadOrganization) => Record<string, unknown>
 }
 
+/** Repository issue and pull request events: their data is already the webhook payload. */
+const repositoryObjectEvents: ReadonlyArray<{ match(event: DomainEvent): Option.Option<unknown> }> = [
+  ...issueEventTypes,
+  ...pullRequestEventTypes
+]
+
 /** The domain event types the fan-out consumer reads. */
 export const sourceEventTypes: ReadonlyArray<string> = [
   MonitorStatusEvent.type,
@@ -35,6 +42,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   CreateEvent.type,
   DeleteEvent.type,
   ...issueEventTypes.map((kind) => kind.type),
+  ...pullRequestEventTypes.map((type) => type.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 
@@ -58,6 +66,8 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  *   down or degraded) with `{event, action, organization, monitor, timestamp}`;
  * - `incident.*`, `observe.issue.*`, `observe.spike` (same names) with the event's data under
  *   `incident`, `issue` or `spike`;
+ * - `pull_request.*` with `{event, action, repository, pullRequest, sender, timestamp}` (plus
+ *   `review`, `requestedReviewers`, `merge`, `changes` where the event has them);
  * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
  *   `commits`, `timestamp`), `create` and `delete` with `ref`, `refType` and `sha` instead of
  *   the push fields, to the repository's webhooks;
@@ -77,10 +87,11 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
       payload: () => ({ event: event.type, ...data })
     })
   }
-  for (const kind of issueEventTypes) {
-    const issue = kind.match(event)
-    if (Option.isSome(issue)) {
-      const data = issue.value
+  for (const kind of repositoryObjectEvents) {
+    const matched = kind.match(event)
+    if (Option.isSome(matched)) {
+      // `{event, action, repository, <object>, sender, timestamp}` plus the event's own fields.
+      const data = matched.value as { readonly repository: PayloadRepository } & Record<string, unknown>
       return Option.some({
         event: event.type,
         repoId: data.repository.id,

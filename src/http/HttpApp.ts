@@ -5,6 +5,12 @@ import { CanopyApi } from "./api/Api.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
+import {
+  AuditHandlers,
+  BranchProtectionHandlers,
+  CommitStatusesHandlers,
+  GpgKeysHandlers
+} from "./handlers/BranchProtection.ts"
 import { CodeOwnersHandlers } from "./handlers/CodeOwners.ts"
 import { ComponentsHandlers } from "./handlers/Components.ts"
 import { IncidentsHandlers } from "./handlers/Incidents.ts"
@@ -13,6 +19,7 @@ import { MonitorsHandlers } from "./handlers/Monitors.ts"
 import { ObserveHandlers } from "./handlers/Observe.ts"
 import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
+import { PullRequestsHandlers } from "./handlers/PullRequests.ts"
 import { RepositoriesHandlers } from "./handlers/Repositories.ts"
 import { RepositoryIssuesHandlers } from "./handlers/RepositoryIssues.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
@@ -40,6 +47,8 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SubscriptionsHandlers]),
   Layer.provide(RepositoriesHandlers),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
+  Layer.provide([BranchProtectionHandlers, CommitStatusesHandlers, GpgKeysHandlers, AuditHandlers]),
+  Layer.provide(PullRequestsHandlers),
   Layer.provide(CodeOwnersHandlers),
   Layer.provide(RepositoryIssuesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),

@@ -179,8 +179,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
 
       // An unrelated concurrent change: the suggestion lands on top of it.
       const unrelated = racing({ "elsewhere.txt": "concurrent\n" })
-      const { sha } = yield* Effect.provide(suggestion("sugrace", {}), context).pipe(
-        Effect.provideService(RefUpdateCheck, unrelated.check)
+      // The test's hook inside the app's context, which has branch protection's own hook.
+      const { sha } = yield* suggestion("sugrace", {}).pipe(
+        Effect.provideService(RefUpdateCheck, unrelated.check),
+        Effect.provide(context)
       )
       expect(yield* remoteTip(git, org.url)).toBe(sha)
       yield* git.ok(["fetch", "-q", org.url, "feature"], { cwd: dir })
@@ -190,15 +192,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
 
       // A concurrent change of the same lines: outdated, and the concurrent push is kept.
       const conflicting = racing({ [FILE]: "line 1\nline 2\nline 3 edited concurrently\nline 4\n" })
-      const refusal = yield* Effect.provide(
-        suggestion("sugrace", {
-          startLine: 5,
-          endLine: 5,
-          originalLines: ["line 4"],
-          replacement: "line four"
-        }),
-        context
-      ).pipe(Effect.provideService(RefUpdateCheck, conflicting.check), Effect.flip)
+      const refusal = yield* suggestion("sugrace", {
+        startLine: 5,
+        endLine: 5,
+        originalLines: ["line 4"],
+        replacement: "line four"
+      }).pipe(Effect.provideService(RefUpdateCheck, conflicting.check), Effect.provide(context), Effect.flip)
       expect(refusal.reason).toBe("outdated")
       expect(yield* remoteTip(git, org.url)).toBe(conflicting.pushed())
     }))

@@ -34,7 +34,12 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
  * The whole app on an existing database, in a scope of its own so a test can stop it
  * (`stop`) and start another on the same data; also stopped with the test's scope.
  */
-export const startAppOnDatabase = (databaseUrl: string, overrides?: Partial<AppConfigShape>) =>
+export const startAppOnDatabase = (
+  databaseUrl: string,
+  overrides?: Partial<AppConfigShape>,
+  /** Services the test provides to the whole app (e.g. a `Context.Reference` seam). */
+  services?: Context.Context<never>
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const config = testConfig(databaseUrl, overrides)
@@ -46,7 +51,10 @@ export const startAppOnDatabase = (databaseUrl: string, overrides?: Partial<AppC
         }))
       )
     )
-    const context = yield* Layer.buildWithScope(AppLive(config), scope)
+    const app = services === undefined
+      ? AppLive(config)
+      : AppLive(config).pipe(Layer.provide(Layer.succeedContext(services)))
+    const context = yield* Layer.buildWithScope(app, scope)
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "UnixPathAddress" ? 0 : address.port
     return {
@@ -61,8 +69,8 @@ export const startAppOnDatabase = (databaseUrl: string, overrides?: Partial<AppC
   })
 
 /** The whole app on a fresh database; yields its base URL. Torn down with the test's scope. */
-export const startApp = (overrides?: Partial<AppConfigShape>) =>
-  Effect.flatMap(createTestDatabase, (url) => startAppOnDatabase(url, overrides))
+export const startApp = (overrides?: Partial<AppConfigShape>, services?: Context.Context<never>) =>
+  Effect.flatMap(createTestDatabase, (url) => startAppOnDatabase(url, overrides, services))
 
 export interface Json {
   readonly status: number

@@ -1,8 +1,12 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../../package.json" with { type: "json" }
 import { AdminApi } from "./Admin.ts"
+import { AuditApi } from "./Audit.ts"
+import { BranchProtectionApi } from "./BranchProtection.ts"
 import { CodeOwnersApi } from "./CodeOwners.ts"
+import { CommitStatusesApi } from "./CommitStatuses.ts"
 import { ComponentsApi } from "./Components.ts"
+import { GpgKeysApi } from "./GpgKeys.ts"
 import { IncidentsApi } from "./Incidents.ts"
 import { MeApi } from "./Me.ts"
 import { MonitorsApi } from "./Monitors.ts"
@@ -10,6 +14,7 @@ import { ObserveApi } from "./Observe.ts"
 import { cleanNumbers, withBodyExamples } from "./OpenApiDocs.ts"
 import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
+import { PullRequestsApi } from "./PullRequests.ts"
 import { RepositoriesApi } from "./Repositories.ts"
 import { RepositoryIssuesApi } from "./RepositoryIssues.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
@@ -35,6 +40,11 @@ const Endpoints = HttpApi.make("canopy")
   .add(RepositoriesApi)
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
+  .add(BranchProtectionApi)
+  .add(CommitStatusesApi)
+  .add(GpgKeysApi)
+  .add(AuditApi)
+  .add(PullRequestsApi)
   .add(CodeOwnersApi)
   .add(RepositoryIssuesApi)
 

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Conflict, NotFound } from "../../../schemas/Errors.ts"
+import { Conflict, NotFound, ValidationError } from "../../../schemas/Errors.ts"
 import {
   Blob,
   BranchList,
@@ -49,9 +49,12 @@ export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
     params: repoParams,
     payload: UpdateRepository,
     success: Repository,
-    error: NotFound
+    error: [NotFound, ValidationError]
   }).annotate(RequiredScope, "code:admin").annotateMerge(
-    docs("Update repository settings", "Description, visibility, default branch, forking. Scope `code:admin`.")
+    docs(
+      "Update repository settings",
+      "Description, visibility, default branch, forking, `stalePullRequests`. Scope `code:admin`."
+    )
   ),
   HttpApiEndpoint.delete("remove", "/:org/:repo", {
     params: repoParams,

@@ -1,0 +1,140 @@
+/**
+ * Part of `npm run bench:git`: what branch protection adds to a push. The same 100 commits,
+ * each really signed with a gpg key a member registered, are pushed as a new branch
+ * `feature/bench` into two fresh repositories: one without rules and one with three rules
+ * matching the branch (`feature/**`, `feature/*`, `**`; signed commits and linear history
+ * on). Rounds alternate the order; the medians are compared.
+ *
+ * Env: PROTECTION_ROUNDS (default 5), PROTECTION_COMMITS (default 100).
+ */
+import { spawn } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import { run } from "./git-repo.ts"
+
+const ROUNDS = Number(process.env.PROTECTION_ROUNDS || 5)
+const COMMITS = Number(process.env.PROTECTION_COMMITS || 100)
+
+const exec = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) =>
+  new Promise<string>((resolve, reject) => {
+    const child = spawn(command, args, { env })
+    const out: Array<Buffer> = []
+    const err: Array<Buffer> = []
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
+    child.on("close", (code) =>
+      code === 0
+        ? resolve(Buffer.concat(out).toString("utf8"))
+        : reject(new Error(`${command} ${args.join(" ")}: ${Buffer.concat(err).toString("utf8")}`)))
+    child.stdin.end()
+  })
+
+const median = (values: ReadonlyArray<number>) => {
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.floor(sorted.length / 2)]
+}
+
+export interface ProtectionBenchInput {
+  readonly baseUrl: string
+  readonly adminToken: string
+  readonly org: string
+  readonly dir: string
+  readonly gitEnv: NodeJS.ProcessEnv
+}
+
+export const benchProtection = async (input: ProtectionBenchInput) => {
+  const { adminToken, baseUrl, dir, org } = input
+  const api = (method: string, path: string, body: unknown, token: string) =>
+    fetch(`${baseUrl}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then(async (response) => {
+      const json = await response.json() as any
+      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(json)}`)
+      return json
+    })
+
+  // A member with a registered gpg key; the owner creates repositories and rules.
+  const gnupgHome = Path.join(dir, "gnupg")
+  Fs.mkdirSync(gnupgHome, { mode: 0o700 })
+  const gpgEnv = { PATH: process.env.PATH, GNUPGHOME: gnupgHome, LANG: "C" }
+  await exec("gpg", [
+    "--batch",
+    "--passphrase",
+    "",
+    "--quick-gen-key",
+    "Dev <dev@example.com>",
+    "ed25519",
+    "sign",
+    "never"
+  ], gpgEnv)
+  const listing = await exec("gpg", ["--batch", "--with-colons", "--list-keys"], gpgEnv)
+  const fingerprint = listing.split("\n").find((line) => line.startsWith("fpr:"))!.split(":")[9]
+  const armored = await exec("gpg", ["--batch", "--armor", "--export", fingerprint], gpgEnv)
+  await api("POST", `/api/v1/admin/orgs/${org}/users`, { username: "dev", email: "dev@example.com" }, adminToken)
+  const { key: owner } = await api("POST", `/api/v1/admin/orgs/${org}/keys`, { username: "bench" }, adminToken)
+  const { key: dev } = await api("POST", `/api/v1/admin/orgs/${org}/keys`, { username: "dev" }, adminToken)
+  await api("POST", "/api/v1/user/gpg-keys", { armoredPublicKey: armored }, dev)
+
+  // One base commit and COMMITS signed commits on top of it.
+  const env = { ...input.gitEnv, GNUPGHOME: gnupgHome }
+  const work = Path.join(dir, "protection-work")
+  await run(["init", "-q", "-b", "main", work], env)
+  const sign = ["-c", "gpg.program=gpg", "-c", `user.signingkey=${fingerprint}`]
+  Fs.writeFileSync(Path.join(work, "base.txt"), "base\n")
+  await run(["add", "-A"], env, undefined, work)
+  await run([...sign, "commit", "-q", "-S", "-m", "base"], env, undefined, work)
+  await run(["branch", "base"], env, undefined, work)
+  const t0 = performance.now()
+  for (let i = 0; i < COMMITS; i++) {
+    Fs.writeFileSync(Path.join(work, `file-${i % 10}.txt`), `change ${i}\n`.repeat(20))
+    await run(["add", "-A"], env, undefined, work)
+    await run([...sign, "commit", "-q", "-S", "-m", `change ${i}`], env, undefined, work)
+  }
+  console.log(`\nsigned ${COMMITS} commits with gpg in ${(performance.now() - t0).toFixed(0)} ms`)
+
+  const pushInto = async (name: string, rules: ReadonlyArray<object>) => {
+    await api("POST", "/api/v1/code/repos", { name }, owner)
+    const url = (key: string) => `${baseUrl.replace("http://", `http://git:${key}@`)}/${org}/${name}.git`
+    await run(["-c", "credential.helper=", "push", "-q", url(owner), "base:refs/heads/main"], env, undefined, work)
+    for (const rule of rules) await api("POST", `/api/v1/code/repos/${org}/${name}/branches/protection`, rule, owner)
+    const started = performance.now()
+    await run(
+      ["-c", "credential.helper=", "push", "-q", url(dev), "main:refs/heads/feature/bench"],
+      env,
+      undefined,
+      work
+    )
+    return performance.now() - started
+  }
+  const rules = [
+    { branchPattern: "feature/**", requirePullRequest: false, requireSignedCommits: true },
+    { branchPattern: "feature/*", requirePullRequest: false, requireLinearHistory: true, requireSignedCommits: true },
+    { branchPattern: "**", requirePullRequest: false, requiredApprovals: 2 }
+  ]
+  const plain: Array<number> = []
+  const guarded: Array<number> = []
+  for (let round = 0; round < ROUNDS; round++) {
+    // Alternate the order so a warming server favours neither side.
+    if (round % 2 === 0) {
+      plain.push(await pushInto(`plain-${round}`, []))
+      guarded.push(await pushInto(`guarded-${round}`, rules))
+    } else {
+      guarded.push(await pushInto(`guarded-${round}`, rules))
+      plain.push(await pushInto(`plain-${round}`, []))
+    }
+  }
+  await exec("gpgconf", ["--kill", "gpg-agent"], gpgEnv).catch(() => undefined)
+  const plainMs = median(plain)
+  const guardedMs = median(guarded)
+  return [
+    { step: `push ${COMMITS} signed commits, no rules`, "median ms": plainMs, rounds: String(ROUNDS), ratio: 1 },
+    {
+      step: `push ${COMMITS} signed commits, 3 rules (signed on)`,
+      "median ms": guardedMs,
+      rounds: String(ROUNDS),
+      ratio: guardedMs / plainMs
+    }
+  ]
+}

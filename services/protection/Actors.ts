@@ -1,0 +1,36 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { Role } from "../../schemas/Tenancy.ts"
+
+/** A user acting on a repository, with their role in its organization (`member` when none). */
+export interface Actor {
+  readonly id: string
+  readonly username: string
+  readonly role: Role
+}
+
+/**
+ * Who a pusher or merger is for branch protection: rules name users by username
+ * (`restrictPushUsers`, `bypassUsers`) and owners and admins bypass every rule.
+ */
+export class Actors extends Context.Service<Actors, {
+  inOrganization(userId: string, orgId: string): Effect.Effect<Actor | null>
+}>()("canopy/protection/Actors") {
+  static readonly layer = Layer.effect(
+    Actors,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const inOrganization = (userId: string, orgId: string) =>
+        sql<{ id: string; username: string; role: Role | null }>`
+          SELECT u.id, u.username, m.role FROM users u
+          LEFT JOIN memberships m ON m.user_id = u.id AND m.org_id = ${orgId}
+          WHERE u.id = ${userId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows): Actor | null =>
+            rows.length === 0 ? null : { id: rows[0].id, username: rows[0].username, role: rows[0].role ?? "member" }
+          )
+        )
+      return Actors.of({ inOrganization })
+    })
+  )
+}

@@ -1,0 +1,109 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/CommitStatuses.ts"
+import type { RepoRecord } from "../git/Repositories.ts"
+import { publish } from "../platform/Events.ts"
+import { makeId } from "../platform/Ids.ts"
+import { CommitStatusEvent, type StatusState } from "../pulls/BranchRules.ts"
+
+interface StatusRow {
+  readonly id: string
+  readonly sha: string
+  readonly state: StatusState
+  readonly context: string
+  readonly description: string | null
+  readonly target_url: string | null
+  readonly creator: string | null
+  readonly created_at: Date
+}
+
+const toStatus = (row: StatusRow): CommitStatus => ({
+  id: row.id,
+  sha: row.sha,
+  state: row.state,
+  context: row.context,
+  description: row.description,
+  targetUrl: row.target_url,
+  creator: row.creator,
+  createdAt: row.created_at.toISOString()
+})
+
+/** GitHub's combined state: any failure or error fails, any pending is pending, else success. */
+export const combinedState = (states: Iterable<StatusState>): StatusState => {
+  let combined: StatusState = "success"
+  for (const state of states) {
+    if (state === "failure" || state === "error") return "failure"
+    if (state === "pending") combined = "pending"
+  }
+  return combined
+}
+
+/** The context of a status reported without one (as on GitHub). */
+const DEFAULT_CONTEXT = "default"
+
+/**
+ * Commit statuses (GUIDE §12, GitHub's API): any CI reports `pending`, `success`,
+ * `failure` or `error` per context; the latest per context is what merge checks read. Each
+ * report publishes `commit_status` in its transaction, so pull requests with that head
+ * re-evaluate (and auto-merge).
+ */
+export class CommitStatuses extends Context.Service<CommitStatuses, {
+  create(
+    repo: RepoRecord,
+    sha: string,
+    creatorId: string | null,
+    input: CreateCommitStatus
+  ): Effect.Effect<CommitStatus>
+  list(repo: RepoRecord, sha: string): Effect.Effect<CommitStatusList>
+  latest(repoId: string, sha: string): Effect.Effect<ReadonlyMap<string, StatusState>>
+}>()("canopy/protection/CommitStatuses") {
+  static readonly layer = Layer.effect(
+    CommitStatuses,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const select = sql`
+        SELECT s.id, s.sha, s.state, s.context, s.description, s.target_url, u.username AS creator, s.created_at
+        FROM commit_statuses s LEFT JOIN users u ON u.id = s.creator_id`
+
+      const create = Effect.fn("CommitStatuses.create")(
+        function*(repo: RepoRecord, sha: string, creatorId: string | null, input: CreateCommitStatus) {
+          const id = makeId("status")
+          const context = input.context ?? DEFAULT_CONTEXT
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`
+              INSERT INTO commit_statuses (id, repo_id, sha, state, context, description, target_url, creator_id)
+              VALUES (${id}, ${repo.id}, ${sha}, ${input.state}, ${context}, ${input.description ?? null},
+                      ${input.targetUrl ?? null}, ${creatorId})`
+            yield* publish(CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state }))
+          })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          const [row] = yield* sql<StatusRow>`${select} WHERE s.id = ${id}`.pipe(Effect.orDie)
+          return toStatus(row)
+        }
+      )
+
+      const list = Effect.fn("CommitStatuses.list")(function*(repo: RepoRecord, sha: string) {
+        const rows = yield* sql<StatusRow>`
+          ${select} WHERE s.repo_id = ${repo.id} AND s.sha = ${sha} ORDER BY s.seq DESC`.pipe(Effect.orDie)
+        const latest = new Map<string, StatusState>()
+        for (const row of rows) if (!latest.has(row.context)) latest.set(row.context, row.state)
+        return {
+          sha,
+          state: rows.length === 0 ? "pending" as const : combinedState(latest.values()),
+          statuses: rows.map(toStatus),
+          count: rows.length
+        }
+      })
+
+      const latest = (repoId: string, sha: string) =>
+        sql<{ context: string; state: StatusState }>`
+          SELECT DISTINCT ON (context) context, state FROM commit_statuses
+          WHERE repo_id = ${repoId} AND sha = ${sha} ORDER BY context, seq DESC`.pipe(
+          Effect.orDie,
+          Effect.map((rows): ReadonlyMap<string, StatusState> => new Map(rows.map((row) => [row.context, row.state])))
+        )
+
+      return CommitStatuses.of({ create, list, latest })
+    })
+  )
+}

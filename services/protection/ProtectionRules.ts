@@ -1,0 +1,223 @@
+import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
+import {
+  type CreateProtectionRule,
+  type ProtectionOption,
+  type ProtectionRule,
+  type ProtectionRuleList,
+  RULE_DEFAULTS,
+  type RuleOptions,
+  type UpdateProtectionRule
+} from "../../schemas/BranchProtection.ts"
+import { NotFound } from "../../schemas/Errors.ts"
+import type { Plan } from "../../schemas/Tenancy.ts"
+import { PlanRequired } from "../../schemas/Webhooks.ts"
+import type { RepoRecord } from "../git/Repositories.ts"
+import { makeId } from "../platform/Ids.ts"
+import { enforcedOptions, optionPlan, optionsBeyondPlan } from "./PlanGating.ts"
+import { type EnforcedRule, matchingRules } from "./RulePolicy.ts"
+
+interface RuleRow {
+  readonly id: string
+  readonly repo_id: string
+  readonly branch_pattern: string
+  readonly require_pull_request: boolean
+  readonly required_approvals: number
+  readonly dismiss_stale_reviews: boolean
+  readonly require_code_owner_review: boolean
+  readonly require_signed_commits: boolean
+  readonly require_linear_history: boolean
+  readonly allow_force_push: boolean
+  readonly allow_deletions: boolean
+  readonly restrict_push_users: ReadonlyArray<string>
+  readonly require_status_checks: boolean
+  readonly required_status_checks: ReadonlyArray<string>
+  readonly bypass_users: ReadonlyArray<string>
+  readonly created_at: Date
+  readonly updated_at: Date
+}
+
+const optionsOf = (row: RuleRow): RuleOptions => ({
+  requirePullRequest: row.require_pull_request,
+  requiredApprovals: row.required_approvals,
+  dismissStaleReviews: row.dismiss_stale_reviews,
+  requireCodeOwnerReview: row.require_code_owner_review,
+  requireSignedCommits: row.require_signed_commits,
+  requireLinearHistory: row.require_linear_history,
+  allowForcePush: row.allow_force_push,
+  allowDeletions: row.allow_deletions,
+  restrictPushUsers: row.restrict_push_users,
+  requireStatusChecks: row.require_status_checks,
+  requiredStatusChecks: row.required_status_checks,
+  bypassUsers: row.bypass_users
+})
+
+const toRule = (row: RuleRow, plan: Plan): ProtectionRule => {
+  const options = optionsOf(row)
+  return {
+    id: row.id,
+    branchPattern: row.branch_pattern,
+    ...options,
+    notEnforced: optionsBeyondPlan(options, plan),
+    createdAt: row.created_at.toISOString(),
+    updatedAt: row.updated_at.toISOString()
+  }
+}
+
+const unique = (values: ReadonlyArray<string>) => [...new Set(values)]
+
+/**
+ * Branch protection rules of a repository (spec 001 "Branch protection"). Writes check the
+ * organization's plan (403 `plan_required` for an option it lacks); reads report the
+ * options a downgrade stopped enforcing in `notEnforced`; enforcement reads `enforced`.
+ */
+export class ProtectionRules extends Context.Service<ProtectionRules, {
+  list(repo: RepoRecord): Effect.Effect<ProtectionRuleList>
+  get(repo: RepoRecord, id: string): Effect.Effect<ProtectionRule, NotFound>
+  create(repo: RepoRecord, input: CreateProtectionRule): Effect.Effect<ProtectionRule, PlanRequired>
+  update(
+    repo: RepoRecord,
+    id: string,
+    patch: UpdateProtectionRule
+  ): Effect.Effect<ProtectionRule, NotFound | PlanRequired>
+  remove(repo: RepoRecord, id: string): Effect.Effect<void, NotFound>
+  /** The rules matching `branch`, as the organization's current plan enforces them. */
+  enforced(repo: RepoRecord, branch: string): Effect.Effect<ReadonlyArray<EnforcedRule>>
+  /** The branches among `branches` that some rule matches (the branch list's `protected`). */
+  protectedAmong(repoId: string, branches: ReadonlyArray<string>): Effect.Effect<ReadonlySet<string>>
+}>()("canopy/protection/ProtectionRules") {
+  static readonly layer = Layer.effect(
+    ProtectionRules,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+
+      const planOf = (orgId: string) =>
+        sql<{ plan: Plan }>`SELECT plan FROM organizations WHERE id = ${orgId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows[0]?.plan ?? "free")
+        )
+
+      const rowsOf = (repoId: string) =>
+        sql<RuleRow>`SELECT * FROM branch_protection_rules WHERE repo_id = ${repoId} ORDER BY created_at, id`.pipe(
+          Effect.orDie
+        )
+
+      const findRow = (repo: RepoRecord, id: string) =>
+        sql<RuleRow>`SELECT * FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) =>
+            rows.length === 0
+              ? Effect.fail(new NotFound({ message: `Branch protection rule '${id}' not found` }))
+              : Effect.succeed(rows[0])
+          )
+        )
+
+      const refuseBeyond = (beyond: ReadonlyArray<ProtectionOption>, plan: Plan) => {
+        if (beyond.length === 0) return Effect.void
+        const requiredPlan = beyond.some((option) => optionPlan[option] === "enterprise") ? "enterprise" : "pro"
+        return Effect.fail(
+          new PlanRequired({
+            message: `The ${plan} plan does not include ${beyond.join(", ")}; upgrade to ${requiredPlan}`,
+            requiredPlan
+          })
+        )
+      }
+
+      const list = Effect.fn("ProtectionRules.list")(function*(repo: RepoRecord) {
+        const plan = yield* planOf(repo.orgId)
+        const rules = (yield* rowsOf(repo.id)).map((row) => toRule(row, plan))
+        return { rules, count: rules.length }
+      })
+
+      const get = Effect.fn("ProtectionRules.get")(function*(repo: RepoRecord, id: string) {
+        return toRule(yield* findRow(repo, id), yield* planOf(repo.orgId))
+      })
+
+      const write = (id: string, repo: RepoRecord, pattern: string, o: RuleOptions) =>
+        sql`
+          INSERT INTO branch_protection_rules (
+            id, repo_id, branch_pattern, require_pull_request, required_approvals, dismiss_stale_reviews,
+            require_code_owner_review, require_signed_commits, require_linear_history, allow_force_push,
+            allow_deletions, restrict_push_users, require_status_checks, required_status_checks, bypass_users)
+          VALUES (
+            ${id}, ${repo.id}, ${pattern}, ${o.requirePullRequest}, ${o.requiredApprovals}, ${o.dismissStaleReviews},
+            ${o.requireCodeOwnerReview}, ${o.requireSignedCommits}, ${o.requireLinearHistory}, ${o.allowForcePush},
+            ${o.allowDeletions}, ${unique(o.restrictPushUsers)}, ${o.requireStatusChecks},
+            ${unique(o.requiredStatusChecks)}, ${unique(o.bypassUsers)})
+          ON CONFLICT (id) DO UPDATE SET
+            branch_pattern = excluded.branch_pattern,
+            require_pull_request = excluded.require_pull_request,
+            required_approvals = excluded.required_approvals,
+            dismiss_stale_reviews = excluded.dismiss_stale_reviews,
+            require_code_owner_review = excluded.require_code_owner_review,
+            require_signed_commits = excluded.require_signed_commits,
+            require_linear_history = excluded.require_linear_history,
+            allow_force_push = excluded.allow_force_push,
+            allow_deletions = excluded.allow_deletions,
+            restrict_push_users = excluded.restrict_push_users,
+            require_status_checks = excluded.require_status_checks,
+            required_status_checks = excluded.required_status_checks,
+            bypass_users = excluded.bypass_users,
+            updated_at = now()`.pipe(Effect.orDie)
+
+      const create = Effect.fn("ProtectionRules.create")(function*(repo: RepoRecord, input: CreateProtectionRule) {
+        const { branchPattern, ...given } = input
+        const options: RuleOptions = { ...RULE_DEFAULTS, ...given }
+        const plan = yield* planOf(repo.orgId)
+        yield* refuseBeyond(optionsBeyondPlan(options, plan), plan)
+        const id = makeId("rule")
+        yield* write(id, repo, branchPattern, options)
+        return yield* Effect.orDie(get(repo, id))
+      })
+
+      const update = Effect.fn("ProtectionRules.update")(
+        function*(repo: RepoRecord, id: string, patch: UpdateProtectionRule) {
+          const row = yield* findRow(repo, id)
+          const { branchPattern, ...given } = patch
+          const current = optionsOf(row)
+          const options: RuleOptions = { ...current, ...given }
+          // Only what this request turns on is gated: a rule kept through a downgrade stays editable.
+          const plan = yield* planOf(repo.orgId)
+          const alreadyBeyond = new Set(optionsBeyondPlan(current, plan))
+          const newlyBeyond = optionsBeyondPlan(options, plan).filter((option) => !alreadyBeyond.has(option))
+          yield* refuseBeyond(newlyBeyond, plan)
+          yield* write(id, repo, branchPattern ?? row.branch_pattern, options)
+          return yield* get(repo, id)
+        }
+      )
+
+      const remove = Effect.fn("ProtectionRules.remove")(function*(repo: RepoRecord, id: string) {
+        yield* findRow(repo, id)
+        yield* sql`DELETE FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(Effect.orDie)
+      })
+
+      const enforced = (repo: RepoRecord, branch: string) =>
+        Effect.gen(function*() {
+          // One round trip: the rules with the organization's plan (a push checks every ref).
+          const rows = yield* sql<RuleRow & { plan: Plan }>`
+            SELECT r.*, o.plan FROM branch_protection_rules r JOIN organizations o ON o.id = ${repo.orgId}
+            WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(Effect.orDie)
+          if (rows.length === 0) return []
+          const plan = rows[0].plan
+          return matchingRules(rows.map((row) => ({ branchPattern: row.branch_pattern, row })), branch).map((
+            { row }
+          ): EnforcedRule => ({
+            id: row.id,
+            branchPattern: row.branch_pattern,
+            ...enforcedOptions(optionsOf(row), plan)
+          }))
+        })
+
+      const protectedAmong = (repoId: string, branches: ReadonlyArray<string>) =>
+        Effect.map(
+          rowsOf(repoId),
+          (rows): ReadonlySet<string> =>
+            new Set(branches.filter((branch) =>
+              matchingRules(rows.map((r) => ({ branchPattern: r.branch_pattern })), branch).length > 0
+            ))
+        )
+
+      return ProtectionRules.of({ list, get, create, update, remove, enforced, protectedAmong })
+    })
+  )
+}

@@ -1,0 +1,164 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { Conflict, NotFound } from "../../schemas/Errors.ts"
+import { PullRequestClosed } from "../../schemas/PullRequestEvents.ts"
+import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../schemas/PullRequests.ts"
+import { Comments } from "./Comments.ts"
+import { Merger } from "./Merger.ts"
+import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { isOpen, loadById } from "./PullRequestRows.ts"
+import { type PullContext, PullRequests } from "./PullRequests.ts"
+
+const DAY_MS = 86_400_000
+
+export const STALE_LABEL = "stale"
+
+/**
+ * What a pull request's entity does on its own (GUIDE §11):
+ * - auto-merge: once enabled, merge as soon as every check passes (tried after every
+ *   review, status and push); a merge that cannot happen (conflicts, a refusing branch)
+ *   leaves a comment and turns auto-merge off;
+ * - stale handling: after `warnAfterDays` without activity (commit, comment, review) the
+ *   `stale` label and a comment, after `closeAfterDays` the request is closed with a
+ *   comment. `staleTick` answers when it is next due, for the entity's durable timer.
+ */
+export class Automation extends Context.Service<Automation, {
+  enableAutoMerge(pull: PullContext, actor: Actor, input: AutoMergeRequest): Effect.Effect<PullRequest, Conflict>
+  disableAutoMerge(pull: PullContext): Effect.Effect<PullRequest>
+  /** Merges when auto-merge is on and every check passes; true when it merged. */
+  tryAutoMerge(prId: string): Effect.Effect<boolean>
+  /** Warns or closes when due; answers when the next stale step is due (ms), or null. */
+  staleTick(prId: string): Effect.Effect<number | null>
+}>()("canopy/pulls/Automation") {
+  static readonly layer = Layer.effect(
+    Automation,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pulls = yield* PullRequests
+      const merger = yield* Merger
+      const comments = yield* Comments
+      const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+        Effect.provideService(effect, SqlClient.SqlClient, sql)
+
+      const enableAutoMerge = Effect.fn("Automation.enableAutoMerge")(
+        function*(pull: PullContext, actor: Actor, input: AutoMergeRequest) {
+          if (!isOpen(pull.row)) {
+            return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
+          }
+          const setting = {
+            strategy: input.strategy ?? "merge",
+            commitMessage: input.commitMessage ?? null,
+            deleteBranch: input.deleteBranch ?? false,
+            enabledBy: actor.id
+          }
+          yield* sql`
+            UPDATE pull_requests SET auto_merge = ${JSON.stringify(setting)}::jsonb, updated_at = now()
+            WHERE id = ${pull.row.id}`.pipe(Effect.orDie)
+          return yield* pulls.render(pull.row.id).pipe(Effect.orDie)
+        }
+      )
+
+      const disableAutoMerge = (pull: PullContext) =>
+        sql`UPDATE pull_requests SET auto_merge = NULL, updated_at = now() WHERE id = ${pull.row.id}`.pipe(
+          Effect.orDie,
+          Effect.andThen(pulls.render(pull.row.id).pipe(Effect.orDie))
+        )
+
+      const actorById = (userId: string, orgId: string) =>
+        sql<{ id: string; username: string; name: string | null; email: string; role: Actor["role"] }>`
+          SELECT u.id, u.username, u.name, u.email, coalesce(m.role, 'member') AS role
+          FROM users u LEFT JOIN memberships m ON m.user_id = u.id AND m.org_id = ${orgId}
+          WHERE u.id = ${userId}`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row): Actor => ({ ...row, name: row.name ?? row.username }))[0])
+        )
+
+      /** Turns auto-merge off with a comment saying why. */
+      const giveUp = (prId: string, headSha: string, reason: string) =>
+        sql.withTransaction(Effect.gen(function*() {
+          yield* sql`UPDATE pull_requests SET auto_merge = NULL, updated_at = now() WHERE id = ${prId}`
+          yield* withSql(comments.system(prId, headSha, `Auto-merge could not merge this pull request: ${reason}`))
+        })).pipe(Effect.orDie)
+
+      const tryAutoMerge = Effect.fn("Automation.tryAutoMerge")(function*(prId: string) {
+        const row = yield* withSql(loadById(prId))
+        if (Option.isNone(row) || row.value.auto_merge === null || row.value.state !== "open") return false
+        const setting = row.value.auto_merge
+        const enabler = yield* actorById(setting.enabledBy, row.value.org_id)
+        if (enabler === undefined) return false
+        return yield* merger.merge(prId, null, enabler, {
+          strategy: setting.strategy,
+          commitMessage: setting.commitMessage ?? undefined,
+          deleteBranch: setting.deleteBranch
+        }).pipe(
+          Effect.as(true),
+          Effect.catch((error) => {
+            if (error instanceof MergeBlocked) {
+              // Waiting for approvals or statuses is silent; a conflict will not resolve itself.
+              const conflicts = error.checks.find((c) => c.name === "conflicts" && c.status === "failed")
+              return conflicts === undefined ? Effect.succeed(false) : Effect.as(
+                giveUp(prId, row.value.head_sha, conflicts.detail),
+                false
+              )
+            }
+            // Merged or closed meanwhile: nothing to say.
+            if (error instanceof NotFound || /already (merged|closed)/.test(error.message)) return Effect.succeed(false)
+            return Effect.as(giveUp(prId, row.value.head_sha, error.message), false)
+          })
+        )
+      })
+
+      const staleTick = Effect.fn("Automation.staleTick")(function*(prId: string) {
+        const found = yield* pulls.findById(prId)
+        if (Option.isNone(found) || !isOpen(found.value.row)) return null
+        const { repo, row } = found.value
+        const [settings] = yield* sql<{ enabled: boolean; warn: number; close: number }>`
+          SELECT stale_enabled AS enabled, stale_warn_days AS warn, stale_close_days AS close
+          FROM repositories WHERE id = ${repo.id}`.pipe(Effect.orDie)
+        const now = yield* Clock.currentTimeMillis
+        // Disabled: look again a day later (the setting may be turned back on).
+        if (settings === undefined || !settings.enabled) return now + DAY_MS
+        const since = row.last_activity_at.getTime()
+        const warnAt = since + settings.warn * DAY_MS
+        const closeAt = since + settings.close * DAY_MS
+        if (now >= closeAt) {
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const closed = yield* sql`
+              UPDATE pull_requests SET state = 'closed', closed_at = ${new Date(now)}, auto_merge = NULL,
+                updated_at = ${new Date(now)}
+              WHERE id = ${row.id} AND state IN ('open', 'draft') AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at}
+              RETURNING id`
+            if (closed.length === 0) return
+            yield* withSql(comments.system(
+              row.id,
+              row.head_sha,
+              `Closed after ${settings.close} days without activity. Reopen it to continue.`
+            ))
+            const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
+            yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, null, { merged: false }))
+          })).pipe(Effect.orDie)
+          return null
+        }
+        if (now >= warnAt && row.stale_warned_at === null) {
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const warned = yield* sql`
+              UPDATE pull_requests SET stale_warned_at = ${new Date(now)},
+                labels = array_append(array_remove(labels, ${STALE_LABEL}), ${STALE_LABEL})
+              WHERE id = ${row.id} AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at} RETURNING id`
+            if (warned.length === 0) return
+            yield* withSql(comments.system(
+              row.id,
+              row.head_sha,
+              `This pull request has had no activity for ${settings.warn} days and is marked stale. ` +
+                `It will be closed after ${settings.close} days without activity.`
+            ))
+          })).pipe(Effect.orDie)
+          return closeAt
+        }
+        return row.stale_warned_at === null ? warnAt : closeAt
+      })
+
+      return Automation.of({ enableAutoMerge, disableAutoMerge, tryAutoMerge, staleTick })
+    })
+  )
+}

@@ -1,0 +1,190 @@
+import { Data, Effect } from "effect"
+import { spawn } from "node:child_process"
+import * as FsP from "node:fs/promises"
+import * as Path from "node:path"
+import { GitCommandError, gitEnv, gitText } from "../git/GitProcess.ts"
+import { indexObjectCount, type Quarantine } from "../git/Quarantine.ts"
+
+/**
+ * Server-side merges with the `git` binary (GUIDE §11): merge-ort through
+ * `git merge-tree --write-tree` (several merge bases are fine), commits written with
+ * `git commit-tree`, new objects packed into the quarantine for `RefUpdates.apply`.
+ * Every command runs with the quarantine's `env`, so nothing lands in the repository
+ * until the ref update accepts it.
+ */
+
+/** The merge has conflicts in these paths. */
+export class MergeConflict extends Data.TaggedError("MergeConflict")<{ readonly paths: ReadonlyArray<string> }> {}
+
+export interface GitIdentity {
+  readonly name: string
+  readonly email: string
+  /** ISO date; now when absent. */
+  readonly date?: string | undefined
+}
+
+export interface Objects {
+  readonly dir: string
+  readonly env: Readonly<Record<string, string>>
+}
+
+/** Runs git and answers its exit code and stdout (merge-tree exits 1 on conflicts, with output). */
+const runGitWithCode = (objects: Objects, args: ReadonlyArray<string>) =>
+  Effect.callback<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
+    const child = spawn("git", [...args], { env: gitEnv(objects.dir, objects.env), cwd: objects.dir })
+    const out: Array<Buffer> = []
+    const err: Array<Buffer> = []
+    child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
+    child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
+    child.on("error", (error) => resume(Effect.succeed({ code: null, stdout: "", stderr: String(error) })))
+    child.on("close", (code) =>
+      resume(Effect.succeed({
+        code,
+        stdout: Buffer.concat(out).toString("utf8"),
+        stderr: Buffer.concat(err).toString("utf8")
+      })))
+    child.stdin.end()
+  })
+
+/** merge-ort of two commits: the resulting tree, or the conflicting paths. */
+export const mergeTrees = (objects: Objects, ours: string, theirs: string) =>
+  Effect.gen(function*() {
+    const args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs]
+    const result = yield* runGitWithCode(objects, args)
+    const [tree, ...paths] = result.stdout.split("\0").filter((part) => part !== "")
+    if (result.code === 0 && tree !== undefined) return tree
+    if (result.code === 1 && tree !== undefined) return yield* new MergeConflict({ paths: [...new Set(paths)] })
+    return yield* new GitCommandError({ args, code: result.code, stderr: result.stderr })
+  })
+
+const identityEnv = (author: GitIdentity, committer: GitIdentity): Record<string, string> => ({
+  GIT_AUTHOR_NAME: author.name,
+  GIT_AUTHOR_EMAIL: author.email,
+  ...(author.date === undefined ? {} : { GIT_AUTHOR_DATE: author.date }),
+  GIT_COMMITTER_NAME: committer.name,
+  GIT_COMMITTER_EMAIL: committer.email,
+  ...(committer.date === undefined ? {} : { GIT_COMMITTER_DATE: committer.date })
+})
+
+/** Writes a commit of `tree` with `parents`; returns its id. */
+export const commitTree = (
+  objects: Objects,
+  input: {
+    readonly tree: string
+    readonly parents: ReadonlyArray<string>
+    readonly message: string
+    readonly author: GitIdentity
+    readonly committer: GitIdentity
+  }
+) =>
+  gitText({
+    gitDir: objects.dir,
+    env: { ...objects.env, ...identityEnv(input.author, input.committer) },
+    args: ["commit-tree", input.tree, ...input.parents.flatMap((parent) => ["-p", parent])],
+    stdin: input.message.endsWith("\n") ? input.message : `${input.message}\n`
+  }).pipe(Effect.map((out) => out.trim()))
+
+export interface CommitInfo {
+  readonly sha: string
+  readonly parents: ReadonlyArray<string>
+  readonly tree: string
+  readonly author: GitIdentity
+  readonly message: string
+}
+
+const FIELD = "\x1f"
+const RECORD = "\x1e"
+
+/** The commits `head` has that `base` has not, oldest first (merge commits left out). */
+export const commitsBetween = (objects: Objects, base: string, head: string) =>
+  gitText({
+    gitDir: objects.dir,
+    env: objects.env,
+    args: [
+      "log",
+      "--reverse",
+      "--topo-order",
+      "--no-merges",
+      `--format=%H${FIELD}%P${FIELD}%T${FIELD}%an${FIELD}%ae${FIELD}%aI${FIELD}%B${RECORD}`,
+      head,
+      "--not",
+      base
+    ]
+  }).pipe(Effect.map((text) =>
+    text.split(RECORD).map((record) => record.replace(/^\n/, "")).filter((record) => record !== "").map(
+      (record): CommitInfo => {
+        const [sha, parents, tree, name, email, date, message] = record.split(FIELD)
+        return {
+          sha,
+          parents: parents === "" ? [] : parents.split(" "),
+          tree,
+          author: { name, email, date },
+          message: message.replace(/\n+$/, "")
+        }
+      }
+    )
+  ))
+
+/** The tree of a commit. */
+export const treeOf = (objects: Objects, commit: string) =>
+  gitText({ gitDir: objects.dir, env: objects.env, args: ["rev-parse", `${commit}^{tree}`] }).pipe(
+    Effect.map((out) => out.trim())
+  )
+
+/**
+ * The tree of `commit` replayed onto `onto` (a cherry-pick): a three-way merge of `onto`'s
+ * tree and `commit`'s tree with `commit`'s parent as the base. git 2.39's merge-tree has no
+ * `--merge-base`, so the base is imposed through two throw-away commits sharing a root
+ * commit of the parent's tree (they are never packed: nothing reachable names them).
+ */
+export const cherryPickTree = (
+  objects: Objects,
+  input: {
+    readonly ontoSha: string
+    readonly ontoTree: string
+    readonly commit: CommitInfo
+    readonly parentTree: string
+  }
+) =>
+  Effect.gen(function*() {
+    if (input.ontoTree === input.parentTree) return input.commit.tree
+    const someone = { name: "canopy", email: "canopy@localhost", date: "1970-01-01T00:00:00Z" }
+    const make = (tree: string, parents: ReadonlyArray<string>) =>
+      commitTree(objects, { tree, parents, message: "replay", author: someone, committer: someone })
+    const base = yield* make(input.parentTree, [])
+    const ours = yield* make(input.ontoTree, [base])
+    const theirs = yield* make(input.commit.tree, [base])
+    return yield* mergeTrees(objects, ours, theirs)
+  })
+
+/**
+ * Packs the objects `tip` adds over `exclude` (the target and the source heads) into the
+ * quarantine, as a push's pack would be; `RefUpdates.apply` stores it with the ref update.
+ */
+export const packNewObjects = (
+  repoDir: string,
+  quarantine: Quarantine,
+  tip: string,
+  exclude: ReadonlyArray<string>
+) =>
+  Effect.gen(function*() {
+    const packDir = Path.join(quarantine.dir, "objects", "pack")
+    yield* Effect.promise(() => FsP.mkdir(packDir, { recursive: true }))
+    const out = yield* gitText({
+      gitDir: repoDir,
+      env: quarantine.env,
+      args: ["pack-objects", "--revs", "-q", Path.join(packDir, "pack")],
+      stdin: [tip, ...exclude.map((sha) => `^${sha}`)].join("\n") + "\n"
+    })
+    const hash = out.trim()
+    const name = `pack-${hash}`
+    const packPath = Path.join(packDir, `${name}.pack`)
+    const idxPath = Path.join(packDir, `${name}.idx`)
+    const [packStat, idxStat, objects] = yield* Effect.promise(() =>
+      Promise.all([FsP.stat(packPath), FsP.stat(idxPath), indexObjectCount(idxPath)])
+    )
+    return {
+      ...quarantine,
+      pack: { name, packPath, idxPath, objects, packBytes: packStat.size, idxBytes: idxStat.size }
+    } satisfies Quarantine
+  })

@@ -1,0 +1,64 @@
+import { Clock, Effect } from "effect"
+import type { EventType } from "../../schemas/Events.ts"
+import { PullRequestReviewRequested } from "../../schemas/PullRequestEvents.ts"
+import type { RepoRecord } from "../git/Repositories.ts"
+import { publish } from "../platform/Events.ts"
+import { eventRepository, type PrRow, toEventPullRequest } from "./PullRequestRows.ts"
+
+/** Who acts on a pull request: the key's user and their role in the organization. */
+export interface Actor {
+  readonly id: string
+  readonly username: string
+  readonly name: string
+  readonly email: string
+  readonly role: "owner" | "admin" | "member"
+}
+
+export const actorOf = (principal: {
+  readonly user: {
+    readonly id: string
+    readonly username: string
+    readonly name: string | null
+    readonly email: string
+  }
+  readonly role: "owner" | "admin" | "member"
+}): Actor => ({
+  id: principal.user.id,
+  username: principal.user.username,
+  name: principal.user.name ?? principal.user.username,
+  email: principal.user.email,
+  role: principal.role
+})
+
+/**
+ * Publishes a `pull_request.*` event with the spec's common fields (`repository`,
+ * `pullRequest`, `sender`, `timestamp`) plus `extra`, in the caller's transaction.
+ */
+export const publishPullRequestEvent = <A>(
+  type: EventType<A>,
+  repo: RepoRecord,
+  row: PrRow,
+  sender: { readonly id: string; readonly name: string } | null,
+  extra: Omit<A, "repository" | "pullRequest" | "sender" | "timestamp">
+) =>
+  Effect.gen(function*() {
+    const now = yield* Clock.currentTimeMillis
+    const data = {
+      repository: eventRepository(repo),
+      pullRequest: toEventPullRequest(row),
+      sender: sender === null ? null : { id: sender.id, name: sender.name },
+      timestamp: new Date(now).toISOString(),
+      ...extra
+    } as A
+    yield* publish(type.make(repo.orgId, data))
+  })
+
+export const publishReviewRequested = (
+  repo: RepoRecord,
+  row: PrRow,
+  sender: Actor | null,
+  usernames: ReadonlyArray<string>
+) =>
+  usernames.length === 0
+    ? Effect.void
+    : publishPullRequestEvent(PullRequestReviewRequested, repo, row, sender, { requestedReviewers: usernames })

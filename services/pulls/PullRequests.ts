@@ -1,0 +1,221 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
+import { PullRequestClosed, PullRequestOpened, PullRequestUpdated } from "../../schemas/PullRequestEvents.ts"
+import type {
+  ChangedFiles,
+  CreatePullRequest,
+  PullRequest,
+  PullRequestList,
+  UpdatePullRequest
+} from "../../schemas/PullRequests.ts"
+import { RepoCache } from "../git/RepoCache.ts"
+import { type RepoRecord, Repositories } from "../git/Repositories.ts"
+import { nextNumber } from "../git/RepositoryNumbers.ts"
+import { makeId } from "../platform/Ids.ts"
+import { isUniqueViolation } from "../platform/Tenancy.ts"
+import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
+import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { isOpen, loadById, loadByNumber, type PrRow, selectPullRequests, toPullRequest } from "./PullRequestRows.ts"
+
+/** A pull request with its repository, as the other pull request services need them. */
+export interface PullContext {
+  readonly repo: RepoRecord
+  readonly row: PrRow
+}
+
+const branchMissing = (field: string, branch: string) =>
+  new ValidationError({
+    message: `Branch '${branch}' does not exist`,
+    details: [{ path: `body.${field}`, message: `branch '${branch}' does not exist` }]
+  })
+
+/**
+ * Pull requests of a repository (GUIDE §11): create, list, read, edit, close and reopen,
+ * and the changes against the merge base. Every method is scoped by organization; another
+ * organization's repository or pull request is a `NotFound`. Mergeability and merge checks
+ * are computed by the pull request's entity after each change (see `Mergeability.ts`).
+ */
+export class PullRequests extends Context.Service<PullRequests, {
+  create(orgId: string, repoSlug: string, actor: Actor, input: CreatePullRequest): Effect.Effect<
+    PullRequest,
+    NotFound | ValidationError | Conflict
+  >
+  list(orgId: string, repoSlug: string, state: string | undefined): Effect.Effect<PullRequestList, NotFound>
+  get(orgId: string, repoSlug: string, number: number): Effect.Effect<PullRequest, NotFound>
+  update(orgId: string, repoSlug: string, number: number, actor: Actor, patch: UpdatePullRequest): Effect.Effect<
+    PullRequest,
+    NotFound | Conflict
+  >
+  files(orgId: string, repoSlug: string, number: number): Effect.Effect<ChangedFiles, NotFound>
+  diff(orgId: string, repoSlug: string, number: number): Effect.Effect<string, NotFound>
+  /** Internal: the pull request and its repository, scoped by organization. */
+  find(orgId: string, repoSlug: string, number: number): Effect.Effect<PullContext, NotFound>
+  /** Internal: by id, any organization (entities). */
+  findById(id: string): Effect.Effect<Option.Option<PullContext>>
+  /** Internal: the wire form of a row. */
+  render(id: string): Effect.Effect<PullRequest, NotFound>
+}>()("canopy/pulls/PullRequests") {
+  static readonly layer = Layer.effect(
+    PullRequests,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const repos = yield* Repositories
+      const cache = yield* RepoCache
+      const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+        Effect.provideService(effect, SqlClient.SqlClient, sql)
+      const notFound = (number: number) => new NotFound({ message: `Pull request #${number} not found` })
+
+      const find = Effect.fn("PullRequests.find")(function*(orgId: string, repoSlug: string, number: number) {
+        const repo = yield* repos.record(orgId, repoSlug)
+        const row = yield* withSql(loadByNumber(repo.id, number))
+        if (Option.isNone(row)) return yield* notFound(number)
+        return { repo, row: row.value }
+      })
+
+      const findById = (id: string) =>
+        Effect.gen(function*() {
+          const row = yield* withSql(loadById(id))
+          if (Option.isNone(row)) return Option.none<PullContext>()
+          const repo = yield* repos.findById(row.value.repo_id)
+          return Option.map(repo, (repo) => ({ repo, row: row.value }))
+        })
+
+      const render = (id: string) =>
+        Effect.flatMap(withSql(loadById(id)), (row) =>
+          Option.isSome(row)
+            ? Effect.succeed(toPullRequest(row.value))
+            : Effect.fail(new NotFound({ message: "Pull request not found" })))
+
+      const branchSha = (repoId: string, branch: string) =>
+        sql<{ sha: string }>`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`
+          .pipe(Effect.orDie, Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha)))
+
+      const create = Effect.fn("PullRequests.create")(
+        function*(orgId: string, repoSlug: string, actor: Actor, input: CreatePullRequest) {
+          const repo = yield* repos.record(orgId, repoSlug)
+          const target = input.targetBranch ?? repo.defaultBranch
+          const head = yield* branchSha(repo.id, input.sourceBranch)
+          if (Option.isNone(head)) return yield* branchMissing("sourceBranch", input.sourceBranch)
+          const base = yield* branchSha(repo.id, target)
+          if (Option.isNone(base)) return yield* branchMissing("targetBranch", target)
+          if (target === input.sourceBranch) {
+            return yield* new ValidationError({
+              message: "The source and target branches are the same",
+              details: [{ path: "body.targetBranch", message: "must differ from sourceBranch" }]
+            })
+          }
+          const id = makeId("pr")
+          const state = input.isDraft === true ? "draft" : "open"
+          const now = new Date(yield* Clock.currentTimeMillis)
+          yield* sql.withTransaction(Effect.gen(function*() {
+            const number = yield* withSql(nextNumber(repo.id))
+            yield* sql`
+              INSERT INTO pull_requests (id, repo_id, org_id, number, title, body, state, source_branch, target_branch,
+                author_id, base_sha, head_sha, last_activity_at, created_at, updated_at)
+              VALUES (${id}, ${repo.id}, ${repo.orgId}, ${number}, ${input.title}, ${input.body ?? ""}, ${state},
+                ${input.sourceBranch}, ${target}, ${actor.id}, ${base.value}, ${head.value}, ${now}, ${now}, ${now})`
+            const row = yield* withSql(loadById(id))
+            yield* withSql(publishPullRequestEvent(PullRequestOpened, repo, Option.getOrThrow(row), actor, {}))
+          })).pipe(
+            Effect.catchTag("SqlError", (error) =>
+              isUniqueViolation(error)
+                ? Effect.fail(
+                  new Conflict({
+                    message: `An open pull request from '${input.sourceBranch}' into '${target}' already exists`
+                  })
+                )
+                : Effect.die(error))
+          )
+          return yield* Effect.orDie(render(id))
+        }
+      )
+
+      const list = Effect.fn("PullRequests.list")(
+        function*(orgId: string, repoSlug: string, state: string | undefined) {
+          const repo = yield* repos.record(orgId, repoSlug)
+          const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
+          const rows = yield* sql<PrRow>`
+          ${selectPullRequests(sql)} WHERE p.repo_id = ${repo.id} ${filter} ORDER BY p.number DESC`.pipe(
+            Effect.orDie
+          )
+          return { pullRequests: rows.map(toPullRequest), count: rows.length }
+        }
+      )
+
+      const get = Effect.fn("PullRequests.get")(function*(orgId: string, repoSlug: string, number: number) {
+        return toPullRequest((yield* find(orgId, repoSlug, number)).row)
+      })
+
+      const update = Effect.fn("PullRequests.update")(
+        function*(orgId: string, repoSlug: string, number: number, actor: Actor, patch: UpdatePullRequest) {
+          const { repo, row } = yield* find(orgId, repoSlug, number)
+          if (!isOpen(row) && (patch.isDraft !== undefined || (patch.state !== undefined && row.state === "merged"))) {
+            return yield* new Conflict({ message: `Pull request #${number} is ${row.state}` })
+          }
+          let state = row.state
+          if (patch.state === "closed") state = "closed"
+          else if (patch.state === "open" && row.state === "closed") state = "open"
+          if (patch.isDraft !== undefined && (state === "open" || state === "draft")) {
+            state = patch.isDraft ? "draft" : "open"
+          }
+          const title = patch.title ?? row.title
+          const body = patch.body ?? row.body
+          const changes = [
+            ...(title !== row.title ? ["title"] : []),
+            ...(body !== row.body ? ["body"] : []),
+            ...(state !== row.state && (state === "draft" || row.state === "draft") ? ["isDraft"] : [])
+          ]
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const reopening = row.state === "closed" && state === "open"
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* sql`
+              UPDATE pull_requests SET title = ${title}, body = ${body}, state = ${state},
+                closed_at = ${state === "closed" ? (row.closed_at ?? now) : null},
+                auto_merge = ${state === "closed" ? null : row.auto_merge},
+                last_activity_at = ${reopening ? now : row.last_activity_at},
+                stale_warned_at = ${reopening ? null : row.stale_warned_at},
+                updated_at = ${now}
+              WHERE id = ${row.id}`
+            const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
+            if (state === "closed" && row.state !== "closed") {
+              yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, actor, { merged: false }))
+            } else if (reopening) {
+              yield* withSql(publishPullRequestEvent(PullRequestOpened, repo, fresh, actor, {}))
+            }
+            if (changes.length > 0) {
+              yield* withSql(
+                publishPullRequestEvent(PullRequestUpdated, repo, fresh, actor, { before: null, after: null, changes })
+              )
+            }
+          })).pipe(
+            Effect.catchTag("SqlError", (error) =>
+              isUniqueViolation(error)
+                ? Effect.fail(new Conflict({ message: "Another open pull request has the same branches" }))
+                : Effect.die(error))
+          )
+          return yield* Effect.orDie(render(row.id))
+        }
+      )
+
+      const diffText = (orgId: string, repoSlug: string, number: number) =>
+        Effect.gen(function*() {
+          const { repo, row } = yield* find(orgId, repoSlug, number)
+          // A merged request shows what it merged: its head against the target before the merge.
+          return yield* cache.use(repo, (synced) =>
+            diffAgainstMergeBase({ dir: synced.dir, env: {} }, row.base_sha, row.head_sha)).pipe(Effect.orDie)
+        })
+
+      const files = Effect.fn("PullRequests.files")(function*(orgId: string, repoSlug: string, number: number) {
+        const parsed = parseDiff(yield* diffText(orgId, repoSlug, number))
+        return { files: parsed, count: parsed.length }
+      })
+
+      const diff = Effect.fn("PullRequests.diff")(function*(orgId: string, repoSlug: string, number: number) {
+        return yield* diffText(orgId, repoSlug, number)
+      })
+
+      return PullRequests.of({ create, list, get, update, files, diff, find, findById, render })
+    })
+  )
+}

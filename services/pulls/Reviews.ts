@@ -1,0 +1,223 @@
+import { Clock, Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
+import { PullRequestReviewSubmitted } from "../../schemas/PullRequestEvents.ts"
+import type { CreateReview, Review, ReviewList, ReviewState } from "../../schemas/PullRequests.ts"
+import { makeId } from "../platform/Ids.ts"
+import { type Actor, publishPullRequestEvent, publishReviewRequested } from "./PullEvents.ts"
+import { isOpen, loadById, personOf } from "./PullRequestRows.ts"
+import { type PullContext, PullRequests } from "./PullRequests.ts"
+
+interface ReviewRow {
+  readonly id: string
+  readonly state: ReviewState
+  readonly body: string
+  readonly reviewer_id: string
+  readonly username: string
+  readonly name: string | null
+  readonly email: string
+  readonly head_sha: string
+  readonly submitted_at: Date | null
+  readonly dismissed_at: Date | null
+  readonly dismiss_message: string | null
+  readonly created_at: Date
+}
+
+const toReview = (row: ReviewRow): Review => ({
+  id: row.id,
+  state: row.state,
+  body: row.body,
+  reviewer: personOf({ id: row.reviewer_id, username: row.username, name: row.name, email: row.email }),
+  headSha: row.head_sha,
+  submittedAt: row.submitted_at?.toISOString() ?? null,
+  dismissed: row.dismissed_at !== null,
+  dismissMessage: row.dismiss_message,
+  createdAt: row.created_at.toISOString()
+})
+
+/**
+ * Reviews and review requests (GUIDE §11). A review is stored with the head it was given
+ * on; `pending` ones are the reviewer's draft until submitted. Which reviews count is the
+ * merge checks' business (`MergeChecks.gatherReviews`). Callers re-evaluate the pull
+ * request afterwards (its entity's `Refresh`).
+ */
+export class Reviews extends Context.Service<Reviews, {
+  list(pull: PullContext): Effect.Effect<ReviewList>
+  create(pull: PullContext, actor: Actor, input: CreateReview): Effect.Effect<Review, Conflict>
+  submit(
+    pull: PullContext,
+    actor: Actor,
+    reviewId: string,
+    input: { readonly state?: ReviewState | undefined; readonly body?: string | undefined }
+  ): Effect.Effect<Review, NotFound | Conflict | ValidationError>
+  dismiss(pull: PullContext, reviewId: string, message: string): Effect.Effect<Review, NotFound | Conflict>
+  request(
+    pull: PullContext,
+    actor: Actor | null,
+    usernames: ReadonlyArray<string>,
+    source: "manual" | "codeowners"
+  ): Effect.Effect<ReadonlyArray<string>, ValidationError>
+  unrequest(pull: PullContext, usernames: ReadonlyArray<string>): Effect.Effect<ReadonlyArray<string>>
+}>()("canopy/pulls/Reviews") {
+  static readonly layer = Layer.effect(
+    Reviews,
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const pulls = yield* PullRequests
+      const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
+        Effect.provideService(effect, SqlClient.SqlClient, sql)
+      const select = sql`
+        SELECT r.*, u.username, u.name, u.email FROM pr_reviews r JOIN users u ON u.id = r.reviewer_id`
+      const load = (prId: string, id: string) =>
+        sql<ReviewRow>`${select} WHERE r.pr_id = ${prId} AND r.id = ${id}`.pipe(
+          Effect.orDie,
+          Effect.flatMap((rows) =>
+            rows.length === 0
+              ? Effect.fail(new NotFound({ message: `Review '${id}' not found` }))
+              : Effect.succeed(rows[0])
+          )
+        )
+      const requireOpen = (pull: PullContext) =>
+        isOpen(pull.row)
+          ? Effect.void
+          : Effect.fail(new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` }))
+
+      /** Activity (stale handling) and the `review_submitted` event, in the caller's transaction. */
+      const submitted = (pull: PullContext, actor: Actor, review: ReviewRow) =>
+        Effect.gen(function*() {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          yield* sql`
+            UPDATE pull_requests SET last_activity_at = ${now}, stale_warned_at = NULL,
+              labels = array_remove(labels, 'stale'), updated_at = ${now}
+            WHERE id = ${pull.row.id}`
+          const fresh = Option.getOrThrow(yield* withSql(loadById(pull.row.id)))
+          yield* withSql(publishPullRequestEvent(PullRequestReviewSubmitted, pull.repo, fresh, actor, {
+            review: { id: review.id, state: review.state, body: review.body, reviewer: actor.username }
+          }))
+        })
+
+      const list = (pull: PullContext) =>
+        sql<ReviewRow>`${select} WHERE r.pr_id = ${pull.row.id} ORDER BY r.created_at, r.id`.pipe(
+          Effect.orDie,
+          Effect.map((rows) => ({ reviews: rows.map(toReview), count: rows.length }))
+        )
+
+      const create = Effect.fn("Reviews.create")(function*(pull: PullContext, actor: Actor, input: CreateReview) {
+        yield* requireOpen(pull)
+        const id = makeId("rev")
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const submittedAt = input.state === "pending" ? null : now
+        const review = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`
+            INSERT INTO pr_reviews (id, pr_id, reviewer_id, state, body, head_sha, submitted_at, created_at)
+            VALUES (${id}, ${pull.row.id}, ${actor.id}, ${input.state}, ${input.body ?? ""}, ${pull.row.head_sha},
+              ${submittedAt}, ${now})`
+          const row = yield* load(pull.row.id, id)
+          if (submittedAt !== null) yield* submitted(pull, actor, row)
+          return row
+        })).pipe(Effect.orDie)
+        return toReview(review)
+      })
+
+      const submit = Effect.fn("Reviews.submit")(function*(
+        pull: PullContext,
+        actor: Actor,
+        reviewId: string,
+        input: { readonly state?: ReviewState | undefined; readonly body?: string | undefined }
+      ) {
+        yield* requireOpen(pull)
+        const current = yield* load(pull.row.id, reviewId)
+        if (current.reviewer_id !== actor.id) return yield* new NotFound({ message: `Review '${reviewId}' not found` })
+        if (current.submitted_at !== null) return yield* new Conflict({ message: "The review is already submitted" })
+        const state = input.state ?? "commented"
+        if (state === "pending") {
+          return yield* new ValidationError({
+            message: "A review is submitted as approved, changes_requested or commented",
+            details: [{ path: "body.state", message: "must not be pending" }]
+          })
+        }
+        const now = new Date(yield* Clock.currentTimeMillis)
+        const review = yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`
+            UPDATE pr_reviews SET state = ${state}, body = ${input.body ?? current.body}, submitted_at = ${now},
+              head_sha = ${pull.row.head_sha}
+            WHERE id = ${reviewId}`
+          const row = yield* load(pull.row.id, reviewId)
+          yield* submitted(pull, actor, row)
+          return row
+        })).pipe(Effect.orDie)
+        return toReview(review)
+      })
+
+      const dismiss = Effect.fn("Reviews.dismiss")(function*(pull: PullContext, reviewId: string, message: string) {
+        yield* requireOpen(pull)
+        const current = yield* load(pull.row.id, reviewId)
+        if (current.submitted_at === null) {
+          return yield* new Conflict({ message: "A pending review cannot be dismissed" })
+        }
+        if (current.dismissed_at !== null) return yield* new Conflict({ message: "The review is already dismissed" })
+        const now = new Date(yield* Clock.currentTimeMillis)
+        yield* sql`UPDATE pr_reviews SET dismissed_at = ${now}, dismiss_message = ${message} WHERE id = ${reviewId}`
+          .pipe(Effect.orDie)
+        return toReview(yield* load(pull.row.id, reviewId))
+      })
+
+      const request = Effect.fn("Reviews.request")(function*(
+        pull: PullContext,
+        actor: Actor | null,
+        usernames: ReadonlyArray<string>,
+        source: "manual" | "codeowners"
+      ) {
+        const wanted = [...new Set(usernames)]
+        const users = yield* sql<{ id: string; username: string }>`
+          SELECT u.id, u.username FROM users u JOIN memberships m ON m.user_id = u.id
+          WHERE m.org_id = ${pull.repo.orgId} AND u.username IN ${sql.in(wanted)}`.pipe(Effect.orDie)
+        const unknown = wanted.filter((name) => !users.some((user) => user.username === name))
+        if (unknown.length > 0 && source === "manual") {
+          return yield* new ValidationError({
+            message: `Unknown reviewers: ${unknown.join(", ")}`,
+            details: unknown.map((name) => ({ path: "body.reviewers", message: `'${name}' is not a member` }))
+          })
+        }
+        const author = users.find((user) => user.id === pull.row.author_id)
+        if (author !== undefined && source === "manual") {
+          return yield* new ValidationError({
+            message: "The author cannot be requested to review their own pull request",
+            details: [{ path: "body.reviewers", message: `'${author.username}' is the author` }]
+          })
+        }
+        const candidates = users.filter((user) => user.id !== pull.row.author_id)
+        if (candidates.length === 0) return []
+        const added = yield* sql.withTransaction(Effect.gen(function*() {
+          const inserted = yield* sql<{ user_id: string }>`
+            INSERT INTO pr_review_requests ${
+            sql.insert(
+              candidates.map((user) => ({ pr_id: pull.row.id, user_id: user.id, source })) as unknown as readonly [
+                Record<string, unknown>,
+                ...Array<Record<string, unknown>>
+              ]
+            )
+          }
+            ON CONFLICT (pr_id, user_id) DO NOTHING RETURNING user_id`
+          const names = candidates.filter((user) => inserted.some((row) => row.user_id === user.id)).map((u) =>
+            u.username
+          )
+          const fresh = Option.getOrThrow(yield* withSql(loadById(pull.row.id)))
+          yield* withSql(publishReviewRequested(pull.repo, fresh, actor, names))
+          return names
+        })).pipe(Effect.orDie)
+        return added
+      })
+
+      const unrequest = Effect.fn("Reviews.unrequest")(function*(pull: PullContext, usernames: ReadonlyArray<string>) {
+        yield* sql`
+          DELETE FROM pr_review_requests WHERE pr_id = ${pull.row.id}
+            AND user_id IN (SELECT id FROM users WHERE username IN ${sql.in([...usernames])})`.pipe(Effect.orDie)
+        const fresh = yield* pulls.render(pull.row.id).pipe(Effect.orDie)
+        return fresh.requestedReviewers
+      })
+
+      return Reviews.of({ list, create, submit, dismiss, request, unrequest })
+    })
+  )
+}

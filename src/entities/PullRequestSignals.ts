@@ -1,0 +1,61 @@
+import { Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { PushEvent } from "../../schemas/Repositories.ts"
+import { Events } from "../../services/platform/Events.ts"
+import { CommitStatusEvent } from "../../services/pulls/BranchRules.ts"
+import { PullRequest } from "./PullRequest.ts"
+
+/**
+ * The durable `pull-requests` consumer of domain events: a push to a branch re-evaluates
+ * the open pull requests from it (the entity records the new head) and marks those into it
+ * for recomputation (at once when auto-merge waits, else when next read), and a
+ * commit status re-evaluates the open pull requests whose head is that commit (auto-merge).
+ * The entities are nudged after the consumer's transaction, from the layer's own context.
+ */
+export const PullRequestSignals = Layer.effectDiscard(Effect.gen(function*() {
+  const events = yield* Events
+  const sql = yield* SqlClient.SqlClient
+  const makeClient = yield* PullRequest.client
+  const run = Effect.runForkWith(yield* Effect.context<never>())
+
+  const nudge = (ids: ReadonlyArray<string>, sender: { id: string; name: string } | null) =>
+    Effect.sync(() => {
+      for (const id of ids) {
+        run(
+          makeClient(id).Refresh({ sender }).pipe(
+            Effect.catchCause((cause) => Effect.logWarning("PullRequest: refresh could not be sent", cause))
+          )
+        )
+      }
+    })
+
+  yield* events.consume("pull-requests", (event) =>
+    Effect.gen(function*() {
+      const push = PushEvent.match(event)
+      if (Option.isSome(push)) {
+        const { ref, repository, sender } = push.value
+        if (!ref.startsWith("refs/heads/")) return
+        const branch = ref.slice("refs/heads/".length)
+        const sources = yield* sql<{ id: string }>`
+          SELECT id FROM pull_requests
+          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND source_branch = ${branch}`
+        yield* nudge(sources.map((row) => row.id), sender === null ? null : { id: sender.id, name: sender.name })
+        // Into the branch: mergeability is unknown again. Computed at once where auto-merge
+        // waits, otherwise when next asked for (GitHub's way: a busy target would otherwise
+        // cost a merge per open pull request on every push).
+        const targets = yield* sql<{ id: string; auto: boolean }>`
+          UPDATE pull_requests SET mergeable = NULL, mergeable_state = 'unknown'
+          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND target_branch = ${branch}
+          RETURNING id, auto_merge IS NOT NULL AS auto`
+        yield* nudge(targets.filter((row) => row.auto).map((row) => row.id), null)
+        return
+      }
+      const status = CommitStatusEvent.match(event)
+      if (Option.isSome(status)) {
+        const rows = yield* sql<{ id: string }>`
+          SELECT id FROM pull_requests
+          WHERE repo_id = ${status.value.repoId} AND head_sha = ${status.value.sha} AND state IN ('open', 'draft')`
+        yield* nudge(rows.map((row) => row.id), null)
+      }
+    }), { types: [PushEvent.type, CommitStatusEvent.type], from: "now" })
+}))

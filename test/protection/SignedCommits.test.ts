@@ -1,0 +1,153 @@
+import { expect, layer } from "@effect/vitest"
+import { Context, Effect, Layer } from "effect"
+import { parseWalk } from "../../services/protection/CommitSignatures.ts"
+import { BranchRules } from "../../services/pulls/BranchRules.ts"
+import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
+import { request, startApp } from "../support/app.ts"
+import { addMember, branchSha, createRule, gpgKey, recordOf, signedCommit } from "./support.ts"
+
+class TestApp extends Context.Service<TestApp, {
+  readonly baseUrl: string
+  readonly context: Context.Context<never>
+}>()("test/protection/SignedApp") {}
+const TestAppLive = Layer.effect(
+  TestApp,
+  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, context: app.context as Context.Context<never> }))
+)
+
+let counter = 0
+
+const registerKey = (baseUrl: string, token: string, armored: string) =>
+  Effect.flatMap(
+    request(`${baseUrl}/api/v1/user/gpg-keys`, { method: "POST", token, body: { armoredPublicKey: armored } }),
+    (response) =>
+      response.status === 201 ? Effect.succeed(response.body) : Effect.die(new Error(JSON.stringify(response.body)))
+  )
+
+layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signed commits", (it) => {
+  it.effect("a push's walk rebuilds commit objects byte for byte (the fast path of signature checks)", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const key = yield* gpgKey("Walk <walk@example.com>")
+      const dir = git.dir("walk")
+      yield* git.ok(["init", "-q", dir])
+      const shas = [
+        yield* signedCommit(git, dir, { "a.txt": "a\n" }, "plain", key),
+        yield* signedCommit(git, dir, { "b.txt": "b\n" }, "subject\n\nbody line\n\n- item", key),
+        yield* signedCommit(git, dir, { "c.txt": "c\n" }, "unsigned")
+      ]
+      const out = yield* git.ok(["rev-list", "--parents", "--header", "HEAD"], { cwd: dir })
+      const walked = parseWalk(Buffer.from(out, "utf8"))
+      expect(walked.map((c) => c.sha).reverse()).toEqual(shas)
+      for (const commit of walked) {
+        expect(commit.object.toString("utf8")).toBe(yield* git.ok(["cat-file", "commit", commit.sha], { cwd: dir }))
+      }
+      expect(walked.map((c) => c.parents.length)).toEqual([1, 1, 0])
+    }))
+
+  it.effect("GPG keys: register, list, read, refuse junk and duplicates, delete; another user's key is a 404", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const repo = yield* createRepo(baseUrl, { slug: `sk-${process.pid}-${++counter}` })
+      const other = yield* addMember(baseUrl, repo.slug, `other-${repo.slug}`)
+      const key = yield* gpgKey("Ada <ada@example.com>")
+      const created = yield* registerKey(baseUrl, repo.key, key.armored)
+      expect(created.fingerprint).toBe(key.fingerprint)
+      expect(created.keyId).toBe(key.fingerprint.slice(-16))
+      expect(created.emails).toEqual(["ada@example.com"])
+      expect(created.id).toMatch(/^gpg_/)
+      const listed = yield* request(`${baseUrl}/api/v1/user/gpg-keys`, { token: repo.key })
+      expect(listed.body.count).toBe(1)
+      const duplicate = yield* request(`${baseUrl}/api/v1/user/gpg-keys`, {
+        method: "POST",
+        token: repo.key,
+        body: { armoredPublicKey: key.armored }
+      })
+      expect(duplicate.status).toBe(409)
+      const junk = yield* request(`${baseUrl}/api/v1/user/gpg-keys`, {
+        method: "POST",
+        token: repo.key,
+        body: { armoredPublicKey: "-----BEGIN PGP PUBLIC KEY BLOCK-----\nnope\n-----END PGP PUBLIC KEY BLOCK-----" }
+      })
+      expect(junk.status).toBe(400)
+      expect(junk.body.error).toBe("validation_error")
+      const foreign = yield* request(`${baseUrl}/api/v1/user/gpg-keys/${created.id}`, { token: other.key })
+      expect(foreign.status).toBe(404)
+      const removedByOther = yield* request(`${baseUrl}/api/v1/user/gpg-keys/${created.id}`, {
+        method: "DELETE",
+        token: other.key
+      })
+      expect(removedByOther.status).toBe(404)
+      const removed = yield* request(`${baseUrl}/api/v1/user/gpg-keys/${created.id}`, {
+        method: "DELETE",
+        token: repo.key
+      })
+      expect(removed.status).toBe(204)
+      expect((yield* request(`${baseUrl}/api/v1/user/gpg-keys`, { token: repo.key })).body.count).toBe(0)
+    }))
+
+  it.effect("requireSignedCommits: commits signed by a member's registered key pass; unsigned, unregistered-key and other-organization-key commits are refused", () =>
+    Effect.gen(function*() {
+      const { baseUrl, context } = yield* TestApp
+      const git = yield* gitClient
+      const repo = yield* createRepo(baseUrl, { slug: `sc-${process.pid}-${++counter}`, plan: "enterprise" })
+      const { head } = yield* pushedWorkTree(git, repo.url, "owner")
+      const bob = yield* addMember(baseUrl, repo.slug, `bob-${repo.slug}`)
+      const outsider = yield* createRepo(baseUrl, { slug: `so-${process.pid}-${++counter}` })
+      const [bobKey, strayKey, outsiderKey] = yield* Effect.all([
+        gpgKey("Bob <bob@example.com>"),
+        gpgKey("Stray <stray@example.com>"),
+        gpgKey("Outsider <out@example.com>")
+      ], { concurrency: 3 })
+      yield* registerKey(baseUrl, bob.key, bobKey.armored)
+      yield* registerKey(baseUrl, outsider.key, outsiderKey.armored)
+      yield* createRule(baseUrl, repo, { branchPattern: "main", requirePullRequest: false, requireSignedCommits: true })
+      const dir = git.dir("bob")
+      yield* git.ok(["clone", "-q", bob.url, dir])
+
+      const refusedWith = (sha: string) =>
+        Effect.gen(function*() {
+          const pushed = yield* git.run(["push", "origin", "main"], { cwd: dir })
+          expect(pushed.code).not.toBe(0)
+          expect(pushed.stderr).toContain(
+            `protected branch: commit ${sha.slice(0, 7)} is not signed with a GPG key registered in this organization`
+          )
+          expect(yield* branchSha(baseUrl, repo, "main")).toBe(head)
+          yield* git.ok(["reset", "-q", "--hard", head], { cwd: dir })
+        })
+
+      yield* refusedWith(yield* signedCommit(git, dir, { "u.txt": "u\n" }, "unsigned"))
+      yield* refusedWith(yield* signedCommit(git, dir, { "s.txt": "s\n" }, "stray key", strayKey))
+      yield* refusedWith(yield* signedCommit(git, dir, { "o.txt": "o\n" }, "outsider key", outsiderKey))
+      // A registered key's signature over other content (the message changed afterwards).
+      const genuine = yield* signedCommit(git, dir, { "t.txt": "t\n" }, "genuine", bobKey)
+      const raw = yield* git.ok(["cat-file", "commit", genuine], { cwd: dir })
+      const forged = (yield* git.ok(["hash-object", "-t", "commit", "-w", "--stdin"], {
+        cwd: dir,
+        input: raw.replace("genuine", "forged")
+      })).trim()
+      yield* git.ok(["reset", "-q", "--hard", forged], { cwd: dir })
+      yield* refusedWith(forged)
+      // One unsigned commit among signed ones is enough to refuse.
+      yield* signedCommit(git, dir, { "1.txt": "1\n" }, "signed 1", bobKey)
+      yield* refusedWith(yield* signedCommit(git, dir, { "2.txt": "2\n" }, "unsigned 2"))
+
+      const first = yield* signedCommit(git, dir, { "1.txt": "1\n" }, "signed 1", bobKey)
+      const second = yield* signedCommit(git, dir, { "2.txt": "2\n" }, "signed 2", bobKey)
+      // A message git's walk shows differently (blank lines, trailing spaces) still verifies.
+      const odd = yield* signedCommit(git, dir, { "3.txt": "3\n" }, "odd  \n\n    body \n\n\nend", bobKey)
+      yield* git.ok(["push", "origin", "main"], { cwd: dir })
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(odd)
+
+      // The merge engine's question gives the same answers.
+      const rules = Context.get(context, BranchRules)
+      const record = recordOf(repo)
+      const stray = yield* signedCommit(git, dir, { "5.txt": "5\n" }, "stray", strayKey)
+      const unsigned = yield* signedCommit(git, dir, { "4.txt": "4\n" }, "unsigned")
+      const gitDir = `${dir}/.git`
+      expect(
+        yield* rules.unsignedCommits({ repo: record, gitDir, env: {}, shas: [first, second, odd, stray, unsigned] })
+      )
+        .toEqual([stray, unsigned])
+    }))
+})
