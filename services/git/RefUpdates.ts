@@ -146,13 +146,25 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           const problem = refNameProblem(command.name)
           if (problem !== undefined) verdicts.set(command.name, problem)
         }
-        const tips = input.commands.filter((c) => c.newSha !== ZERO_SHA && !verdicts.has(c.name)).map((c) => c.newSha)
-        if (quarantine !== undefined) yield* verifyConnected(dir, quarantine, tips)
-        else if (tips.length > 0) yield* verifyConnected(dir, { dir, env: {}, pack: undefined }, tips)
+        const candidates = input.commands.filter((c) => !verdicts.has(c.name))
+        const tips = candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha)
         const check = yield* RefUpdateCheck
-        for (const command of input.commands) {
-          if (verdicts.has(command.name)) continue
-          const reason = yield* check({ repo, command, pusher, dir, env })
+        // The connectivity walk, the per-ref checks (branch protection walks and verifies the
+        // new commits) and the events' commit lists read the same objects and do not depend
+        // on each other, so they run side by side. A check that broke on objects the
+        // connectivity walk finds missing is moot: the push is rejected for those.
+        const [connected, checked, prepared] = yield* Effect.all([
+          Effect.exit(verifyConnected(dir, quarantine ?? { dir, env: {}, pack: undefined }, tips)),
+          Effect.forEach(
+            candidates,
+            (command) => Effect.exit(check({ repo, command, pusher, dir, env })),
+            { concurrency: "unbounded" }
+          ),
+          Effect.forEach(candidates, (command) => eventsFor(input, command, env), { concurrency: "unbounded" })
+        ], { concurrency: "unbounded" })
+        yield* connected
+        for (const [index, command] of candidates.entries()) {
+          const reason = yield* checked[index]
           if (reason !== undefined) verdicts.set(command.name, reason)
         }
         const refused = (name: string) => verdicts.get(name)
@@ -167,7 +179,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
           yield* packs.store(repo.id, quarantine.pack)
         }
-        const events = (yield* Effect.forEach(accepted, (command) => eventsFor(input, command, env))).flat()
+        const events = prepared.flat()
         const peeled = new Map<string, string | null>()
         for (const command of accepted) {
           if (command.name.startsWith("refs/tags/") && command.newSha !== ZERO_SHA) {

@@ -207,8 +207,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
       const { baseUrl, context } = yield* TestApp
       const git = yield* gitClient
       const { head, org } = yield* setUp(git, baseUrl, "sugrule")
-      const refusal = yield* Effect.provide(suggestion("sugrule", {}), context).pipe(
+      // Inside the app's context, whose own hook (branch protection) it replaces.
+      const refusal = yield* suggestion("sugrule", {}).pipe(
         Effect.provideService(RefUpdateCheck, () => Effect.succeed("protected branch")),
+        Effect.provide(context),
         Effect.flip
       )
       expect(refusal).toMatchObject({ reason: "rejected", message: expect.stringContaining("protected branch") })
