@@ -8,6 +8,7 @@ import git from "./0007_git.ts"
 import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 import repositoryNumbers from "./0010_repository_numbers.ts"
+import outboxHorizon from "./0014_outbox_horizon.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -20,5 +21,6 @@ export const migrations = {
   "0007_git": git,
   "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards,
-  "0010_repository_numbers": repositoryNumbers
+  "0010_repository_numbers": repositoryNumbers,
+  "0014_outbox_horizon": outboxHorizon
 }
