@@ -3,9 +3,9 @@ import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
-import { Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { type AttemptRecord, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
-import { LOG_BODY_BYTES, send } from "./Sender.ts"
+import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
 import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
 
@@ -64,6 +64,14 @@ export class Dispatcher extends Context.Service<Dispatcher, {
       const mailer = yield* Mailer
       const config = yield* AppConfig
       const timeoutMs = config.webhookTimeoutMs ?? DELIVERY_TIMEOUT_MS
+      const agents = yield* Effect.acquireRelease(
+        Effect.sync(makeSendAgents),
+        (agents) =>
+          Effect.sync(() => {
+            agents.http.destroy()
+            agents.https.destroy()
+          })
+      )
 
       const tellOwners = (target: WebhookTarget, owners: ReadonlyArray<string>) =>
         owners.length === 0 ? Effect.void : mailer.send({
@@ -90,13 +98,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         timeoutMs + 60_000
       ]
 
-      /** Sends a claimed attempt and logs it; the failure streak after it, or "disabled". */
-      const attempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
+      /** Sends a claimed attempt: what to log, and whether it succeeded. */
+      const sendAttempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
         const number = claimed.attempts
         const request = buildRequest(target, claimed, now)
-        const result = yield* send(guard, request, timeoutMs)
+        const result = yield* send(guard, request, timeoutMs, agents)
         const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
-        yield* deliveries.record({
+        const record: AttemptRecord = {
           seq: claimed.seq,
           attempt: number,
           startedAt: new Date(now),
@@ -111,8 +119,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             ? null
             : `receiver answered ${result.statusCode}`,
           status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
-        })
-        if (ok && target.failingSince === null) return null
+        }
+        return { ok, record }
+      })
+
+      /** Logs an attempt that failed or ended a failure streak; the streak after it, or "disabled". */
+      const settle = Effect.fnUntraced(function*(target: WebhookTarget, ok: boolean, record: AttemptRecord) {
+        yield* deliveries.record(record)
         const finishedAt = yield* Clock.currentTimeMillis
         const disabled = yield* webhooks.noteOutcome(target.id, {
           ok,
@@ -134,21 +147,30 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           return Option.none<number>()
         }
         const delays = delaysOf(target)
+        let claimed = yield* deliveries.claimNext(webhookId, yield* Clock.currentTimeMillis, delays)
         while (true) {
-          const now = yield* Clock.currentTimeMillis
-          const claimed = yield* deliveries.claimNext(webhookId, now, delays)
           if (Option.isSome(claimed)) {
-            const failingSince = yield* attempt(target, claimed.value, now)
+            const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
+            const now = yield* Clock.currentTimeMillis
+            if (ok && target.failingSince === null) {
+              // The hot path: log this attempt and claim the next in one round trip.
+              claimed = yield* deliveries.recordAndClaimNext(record, webhookId, now, delays)
+              continue
+            }
+            const failingSince = yield* settle(target, ok, record)
             if (failingSince === "disabled") return Option.none<number>()
             target = { ...target, failingSince }
+            claimed = yield* deliveries.claimNext(webhookId, yield* Clock.currentTimeMillis, delays)
             continue
           }
           // Nothing claimable: the queue is empty, its head not due yet, or out of attempts.
+          const now = yield* Clock.currentTimeMillis
           const head = yield* deliveries.head(webhookId)
           if (Option.isNone(head)) return Option.none<number>()
           if (head.value.dueAt > now) return Option.some(head.value.dueAt)
           // A runner died during the last attempt: nothing is left to try.
           yield* deliveries.fail(head.value.seq)
+          claimed = yield* deliveries.claimNext(webhookId, now, delays)
         }
       })
 
