@@ -147,30 +147,34 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           return Option.none<number>()
         }
         const delays = delaysOf(target)
-        let claimed = yield* deliveries.claimNext(webhookId, yield* Clock.currentTimeMillis, delays)
+        // `claimedAt`: the time the last claim looked for a due delivery.
+        let claimedAt = yield* Clock.currentTimeMillis
+        let claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
         while (true) {
           if (Option.isSome(claimed)) {
             const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
-            const now = yield* Clock.currentTimeMillis
+            claimedAt = yield* Clock.currentTimeMillis
             if (ok && target.failingSince === null) {
               // The hot path: log this attempt and claim the next in one round trip.
-              claimed = yield* deliveries.recordAndClaimNext(record, webhookId, now, delays)
+              claimed = yield* deliveries.recordAndClaimNext(record, webhookId, claimedAt, delays)
               continue
             }
             const failingSince = yield* settle(target, ok, record)
             if (failingSince === "disabled") return Option.none<number>()
             target = { ...target, failingSince }
-            claimed = yield* deliveries.claimNext(webhookId, yield* Clock.currentTimeMillis, delays)
+            claimedAt = yield* Clock.currentTimeMillis
+            claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
             continue
           }
-          // Nothing claimable: the queue is empty, its head not due yet, or out of attempts.
-          const now = yield* Clock.currentTimeMillis
+          // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
+          // attempts, or queued after the claim looked.
           const head = yield* deliveries.head(webhookId)
           if (Option.isNone(head)) return Option.none<number>()
-          if (head.value.dueAt > now) return Option.some(head.value.dueAt)
+          if (head.value.dueAt > claimedAt) return Option.some(head.value.dueAt)
           // A runner died during the last attempt: nothing is left to try.
-          yield* deliveries.fail(head.value.seq)
-          claimed = yield* deliveries.claimNext(webhookId, now, delays)
+          if (head.value.attempts >= delays.length) yield* deliveries.fail(head.value.seq)
+          claimedAt = yield* Clock.currentTimeMillis
+          claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
         }
       })
 
