@@ -152,6 +152,12 @@ const main = async () => {
       secret: "bench-secret"
     }))
     console.error(`[bench] ${ORGS} organizations × ${HOOKS_PER_ORG} webhooks; publishing ${EVENTS} events`)
+    const commitsNow = () =>
+      Effect.runPromise(sql<{ n: string }>`
+        SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`).then((rows) =>
+        Number(rows[0].n)
+      )
+    const commitsBefore = await commitsNow()
     const committedAt = new Array<number>(EVENTS)
     const first = performance.now() + performance.timeOrigin
     for (let start = 0; start < EVENTS; start += BATCH) {
@@ -183,6 +189,10 @@ const main = async () => {
           percentile_disc(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) AS queue_p50
         FROM webhook_deliveries`)
       console.error("[bench] phases", phases, "first commit→last commit s", (committedAt[EVENTS - 1] - first) / 1000)
+      const commits = (await commitsNow()) - commitsBefore
+      console.error(
+        `[bench] Postgres commits during phase 1: ${commits} (${(commits / expected).toFixed(2)} per delivery)`
+      )
     }
     const canopySeconds = (last - first) / 1000
     const canopyRate = latencies.length / canopySeconds

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
@@ -160,17 +160,6 @@ export class Deliveries extends Context.Service<Deliveries, {
   claimNext(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /** Logs an attempt and sets the delivery's status, in one statement. */
   record(attempt: AttemptRecord): Effect.Effect<void>
-  /**
-   * `record`, then `claimNext` among the webhook's other deliveries, in one statement (one
-   * round trip per delivery on the hot path). Only for an attempt that leaves nothing else
-   * to decide in between (a success with no failure streak to end).
-   */
-  recordAndClaimNext(
-    attempt: AttemptRecord,
-    webhookId: string,
-    now: number,
-    delays: ReadonlyArray<number>
-  ): Effect.Effect<Option.Option<QueuedDelivery>>
   /** Ends a delivery without another attempt (attempts exhausted while a runner died). */
   fail(seq: number): Effect.Effect<void>
   /** Fails every pending delivery of an inactive webhook. */
@@ -237,21 +226,13 @@ export class Deliveries extends Context.Service<Deliveries, {
         return rows.length
       })
 
-      /** `logged` (a fragment) runs first in the same statement; `except` is not claimed. */
-      const claimNextWith = (
-        webhookId: string,
-        now: number,
-        delays: ReadonlyArray<number>,
-        before: { readonly logged: Statement.Fragment; readonly except: number } | undefined
-      ) =>
+      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
         sql<QueuedRow>`
-          ${before === undefined ? sql.literal("") : sql`WITH ${before.logged}`}
           UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
             next_attempt_at = ${new Date(now).toISOString()}::timestamptz
               + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
           FROM (
             SELECT seq FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-              ${before === undefined ? sql.literal("") : sql`AND seq <> ${before.except}`}
             ORDER BY next_attempt_at, seq LIMIT 1
           ) AS head
           WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
@@ -263,20 +244,16 @@ export class Deliveries extends Context.Service<Deliveries, {
           Effect.map((rows) => Option.map(firstQueued(rows), (claimed) => ({ ...claimed, dueAt: now })))
         )
 
-      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
-        claimNextWith(webhookId, now, delays, undefined)
-
       const head = (webhookId: string) =>
         sql<QueuedRow>`
           SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
           FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
           ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
 
-      /** The CTEs that log an attempt and set its delivery's status. */
-      const recording = (attempt: AttemptRecord) => {
+      const record = (attempt: AttemptRecord) => {
         const startedAt = attempt.startedAt.toISOString()
-        return sql`
-          logged AS (
+        return Effect.orDie(sql`
+          WITH logged AS (
             INSERT INTO webhook_attempts (
               delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
               response_code, response_headers, response_body, error
@@ -287,22 +264,12 @@ export class Deliveries extends Context.Service<Deliveries, {
               ${attempt.response === null ? null : JSON.stringify(attempt.response.headers)}::jsonb,
               ${attempt.response?.body ?? null}, ${attempt.error}
             ) ON CONFLICT DO NOTHING
-          ), recorded AS (
-            UPDATE webhook_deliveries SET status = ${attempt.status},
-              response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
-              delivered_at = ${startedAt}::timestamptz
-            WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}
-          )`
+          )
+          UPDATE webhook_deliveries SET status = ${attempt.status},
+            response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
+            delivered_at = ${startedAt}::timestamptz
+          WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`)
       }
-
-      const record = (attempt: AttemptRecord) => Effect.orDie(sql`WITH ${recording(attempt)} SELECT 1`)
-
-      const recordAndClaimNext = (
-        attempt: AttemptRecord,
-        webhookId: string,
-        now: number,
-        delays: ReadonlyArray<number>
-      ) => claimNextWith(webhookId, now, delays, { logged: recording(attempt), except: attempt.seq })
 
       const fail = (seq: number) =>
         Effect.orDie(sql`UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'`)
@@ -372,7 +339,6 @@ export class Deliveries extends Context.Service<Deliveries, {
         head,
         claimNext,
         record,
-        recordAndClaimNext,
         fail,
         failPending,
         pendingWebhooks,

@@ -3,6 +3,7 @@ import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
+import { AttemptBatcher } from "./AttemptBatcher.ts"
 import { type AttemptRecord, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
 import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
@@ -60,6 +61,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
     Effect.gen(function*() {
       const webhooks = yield* Webhooks
       const deliveries = yield* Deliveries
+      const batcher = yield* AttemptBatcher
       const guard = yield* OutboundGuard
       const mailer = yield* Mailer
       const config = yield* AppConfig
@@ -155,8 +157,8 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
             claimedAt = yield* Clock.currentTimeMillis
             if (ok && target.failingSince === null) {
-              // The hot path: log this attempt and claim the next in one round trip.
-              claimed = yield* deliveries.recordAndClaimNext(record, webhookId, claimedAt, delays)
+              // The hot path: log this attempt and claim the next, batched with other webhooks'.
+              claimed = yield* batcher.recordAndClaimNext(record, webhookId, claimedAt, delays)
               continue
             }
             const failingSince = yield* settle(target, ok, record)
@@ -180,5 +182,5 @@ export class Dispatcher extends Context.Service<Dispatcher, {
 
       return Dispatcher.of({ deliverDue })
     })
-  )
+  ).pipe(Layer.provide(AttemptBatcher.layer))
 }
