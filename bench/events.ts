@@ -101,7 +101,7 @@ const main = Effect.gen(function*() {
       if (count === 1) base = { ...base, [mode]: rate }
       results.push({
         design: mode,
-        runners: count,
+        runners: String(count),
         "check transactions/s": Math.round(rate),
         "× one runner": count === 1 ? "1.00" : (rate / base[mode]).toFixed(2)
       })
