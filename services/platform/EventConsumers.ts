@@ -1,5 +1,6 @@
 import { Cause, Duration, Effect, Exit, Schedule, Schema } from "effect"
-import type { Queue, Scope } from "effect"
+import { Queue } from "effect"
+import type { Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type DomainEvent, horizonSql, isAfter, type Position, type PositionedEvent, readAfter } from "./EventLog.ts"
@@ -57,32 +58,51 @@ interface Progress {
 
 type Outcome = "caughtUp" | "more" | "busy" | "held"
 
+/** How an idle loop waits: for `delay` on the Effect clock, or in real time while events are held. */
+export interface Wait {
+  readonly delay: Duration.Duration
+  /** Committed events wait behind an open transaction (whose end sends no notification). */
+  readonly held: boolean
+}
+
 /**
  * How long an idle loop waits for a notification: `pollInterval`, but while committed
- * events wait behind an open transaction (whose end sends no notification) 10 ms, doubling
- * up to `pollInterval` for as long as they wait.
+ * events are held 10 ms, doubling up to `pollInterval` for as long as they are. Held waits
+ * run in real time: they wait for Postgres, whatever clock the app runs with (TestClock).
  */
 export const waitPolicy = (pollInterval: Duration.Duration) => {
   let heldDelay = 10
   return {
-    after: (held: boolean): Duration.Duration => {
+    after: (held: boolean): Wait => {
       if (!held) {
         heldDelay = 10
-        return pollInterval
+        return { delay: pollInterval, held }
       }
       const delay = Duration.min(Duration.millis(heldDelay), pollInterval)
       heldDelay *= 2
-      return delay
+      return { delay, held }
     }
   }
 }
+
+/** A real-time sleep (`setTimeout`), unaffected by the Effect clock. */
+const realSleep = (duration: Duration.Duration) =>
+  Effect.callback<void>((resume) => {
+    const timer = setTimeout(() => resume(Effect.void), Duration.toMillis(duration))
+    return Effect.sync(() => clearTimeout(timer))
+  })
+
+/** Waits for a wake-up signal on `queue`, or until `wait` is over. */
+export const nextWake = (queue: Queue.Queue<void>, wait: Wait): Effect.Effect<void> =>
+  wait.held
+    ? Effect.asVoid(Effect.raceFirst(Queue.take(queue), realSleep(wait.delay)))
+    : Effect.asVoid(Effect.timeoutOption(Queue.take(queue), wait.delay))
 
 /** The parts of `Events` a consumer loop needs. */
 export interface ConsumerDeps {
   readonly sql: SqlClient.SqlClient
   /** A wake-up queue signalled on every NOTIFY, for the loop's lifetime. */
   readonly waker: Effect.Effect<Queue.Queue<void>, never, Scope.Scope>
-  readonly nextWake: (queue: Queue.Queue<void>, timeout: Duration.Duration) => Effect.Effect<void>
   readonly pollInterval: Duration.Duration
 }
 
@@ -160,7 +180,7 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
     const waiting = waitPolicy(deps.pollInterval)
     while (true) {
       const outcome = yield* retryLogged(pass, "Events: consumer batch failed, retrying", { consumer: name })
-      if (outcome !== "more") yield* deps.nextWake(wake, waiting.after(outcome === "held"))
+      if (outcome !== "more") yield* nextWake(wake, waiting.after(outcome === "held"))
     }
   }).pipe(Effect.forkScoped)
 })

@@ -6,6 +6,7 @@ import type { SqlError } from "effect/sql/SqlError"
 
 import {
   type ConsumeOptions,
+  nextWake,
   oneAtATime,
   retryLogged,
   startConsumer,
@@ -118,8 +119,6 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
     Effect.tap(Queue.sliding<void>(1), (queue) => Effect.sync(() => wakers.add(queue))),
     (queue) => Effect.sync(() => wakers.delete(queue))
   )
-  const nextWake = (queue: Queue.Queue<void>, timeout: Duration.Duration) =>
-    Effect.asVoid(Effect.timeoutOption(Queue.take(queue), timeout))
 
   // --- the listener: LISTEN canopy_events, reconnecting with backoff --------------------
   const listenSession = Effect.scoped(Effect.gen(function*() {
@@ -192,7 +191,7 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   const live = Stream.unwrap(Effect.map(subscribe, Stream.fromQueue))
 
   // --- durable consumers ---------------------------------------------------------------
-  const deps = { sql, waker, nextWake, pollInterval }
+  const deps = { sql, waker, pollInterval }
   const consume = <E, R>(
     name: string,
     handler: (event: DomainEvent) => Effect.Effect<void, E, R>,

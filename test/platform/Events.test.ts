@@ -314,6 +314,40 @@ describe("Events", () => {
       expect(yield* cursorOf(runner.sql, "order-batch")).toBe(fastId)
     }))
 
+  it.live("an event held behind an unrelated open transaction arrives once it ends, without a notification", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      // Polling once a minute: only the re-reads while events are held can deliver in time.
+      const runner = yield* startRunner(url, { pollInterval: "1 minute" })
+      const blocker = yield* startRunner(url)
+      const live = yield* runner.run(runner.events.subscribe)
+      const consumed: Array<string> = []
+      yield* runner.run(runner.events.consume("held", (event) => Effect.sync(() => consumed.push(event.type))))
+
+      // A transaction that writes nothing to the outbox but holds a transaction id.
+      const release = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
+      const open = yield* blocker.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT pg_current_xact_id()::text AS xid`
+          yield* Deferred.succeed(started, undefined)
+          yield* Deferred.await(release)
+        }))
+      })).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* runner.run(publishCommitted("behind", {}))
+      yield* Effect.sleep("300 millis")
+      expect(consumed).toEqual([])
+
+      // Its end sends no notification.
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(open)
+      expect((yield* takeWithin(live, "10 seconds")).type).toBe("behind")
+      yield* waitUntil("the consumer", () => consumed.length >= 1, "10 seconds")
+      expect(consumed).toEqual(["behind"])
+    }))
+
   it.live("a batch consumer gets many events per call, retries a failed batch whole, and moves its cursor once", () =>
     Effect.gen(function*() {
       const url = yield* createTestDatabase
