@@ -117,7 +117,12 @@ export const startCanopyOnEmbeddedPostgres = async (env: Record<string, string> 
     ADMIN_TOKEN: benchAdminToken,
     DATA_DIR: dir,
     ...env
-  }, `${base}/readyz`)
+  }, `${base}/readyz`).catch(async (error) => {
+    // Stop Postgres and remove the folder, or the failed benchmark never exits.
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    Fs.rmSync(dir, { recursive: true, force: true })
+    throw error
+  })
   /** POST to the admin API; the parsed JSON answer. */
   const admin = (path: string, body: unknown) =>
     fetch(`${base}/api/v1/admin${path}`, {

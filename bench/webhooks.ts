@@ -11,7 +11,8 @@
  * (retryIntervalSeconds 10) whose receiver fails the first attempt; lateness = attempt 2's
  * start − (attempt 1's start + 10 s), from the delivery log. The baseline, in the same run, is
  * a bare Node loop posting the same payloads to the same receiver with the same concurrency
- * (one sequential poster per webhook), `node:http` without keep-alive like Canopy's sender.
+ * (one sequential poster per webhook), `node:http` with a keep-alive agent like Canopy's sender
+ * (BARE_KEEPALIVE=0: new connections per request, for comparison with older figures).
  *
  * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
  */
@@ -22,6 +23,7 @@ import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import { MonitorStatusEvent } from "../schemas/Monitoring.ts"
 import { publishAll } from "../services/platform/Events.ts"
+import { makeSendAgents } from "../services/webhooks/Sender.ts"
 import { benchAdminToken, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
 
 const env = (name: string, fallback: number) => {
@@ -85,11 +87,12 @@ const statusEvent = (orgId: string, i: number) =>
 
 /** The bare baseline: one sequential poster per webhook, the same payloads, no database. */
 const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<string>>) => {
+  const agent = process.env.BARE_KEEPALIVE === "0" ? false : makeSendAgents().http
   const post = (url: string, body: string) =>
     new Promise<void>((resolve, reject) => {
       const request = Http.request(url, {
         method: "POST",
-        agent: false,
+        agent,
         headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) }
       }, (response) => {
         response.resume()
@@ -102,7 +105,9 @@ const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<
   await Promise.all(payloads.map(async (list, hook) => {
     for (const body of list) await post(target(hook), body)
   }))
-  return performance.now() - started
+  const elapsed = performance.now() - started
+  if (agent !== false) agent.destroy()
+  return elapsed
 }
 
 const main = async () => {
@@ -147,6 +152,12 @@ const main = async () => {
       secret: "bench-secret"
     }))
     console.error(`[bench] ${ORGS} organizations × ${HOOKS_PER_ORG} webhooks; publishing ${EVENTS} events`)
+    const commitsNow = () =>
+      Effect.runPromise(sql<{ n: string }>`
+        SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`).then((rows) =>
+        Number(rows[0].n)
+      )
+    const commitsBefore = await commitsNow()
     const committedAt = new Array<number>(EVENTS)
     const first = performance.now() + performance.timeOrigin
     for (let start = 0; start < EVENTS; start += BATCH) {
@@ -178,6 +189,10 @@ const main = async () => {
           percentile_disc(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) AS queue_p50
         FROM webhook_deliveries`)
       console.error("[bench] phases", phases, "first commit→last commit s", (committedAt[EVENTS - 1] - first) / 1000)
+      const commits = (await commitsNow()) - commitsBefore
+      console.error(
+        `[bench] Postgres commits during phase 1: ${commits} (${(commits / expected).toFixed(2)} per delivery)`
+      )
     }
     const canopySeconds = (last - first) / 1000
     const canopyRate = latencies.length / canopySeconds

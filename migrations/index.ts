@@ -11,6 +11,7 @@ import repositoryNumbers from "./0010_repository_numbers.ts"
 import pullRequests from "./0011_pull_requests.ts"
 import repositoryIssues from "./0012_repository_issues.ts"
 import branchProtection from "./0013_branch_protection.ts"
+import outboxHorizon from "./0014_outbox_horizon.ts"
 import observeEventReferences from "./0016_observe_event_references.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
@@ -28,5 +29,6 @@ export const migrations = {
   "0011_pull_requests": pullRequests,
   "0012_repository_issues": repositoryIssues,
   "0013_branch_protection": branchProtection,
+  "0014_outbox_horizon": outboxHorizon,
   "0016_observe_event_references": observeEventReferences
 }

@@ -189,7 +189,7 @@ const make = Effect.gen(function*() {
           timestamp
         }))
       }
-      // Last: the publish lock is held until commit.
+      // In the same transaction: the events commit with the heartbeat or not at all.
       yield* events.publishAll(published).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     }))

@@ -16,6 +16,15 @@ export interface NewDelivery {
   readonly redelivery: boolean
 }
 
+/** An event for the webhooks of one scope (`repoId` null: the organization's webhooks). */
+export interface SubscribedEvent {
+  readonly orgId: string
+  readonly repoId: string | null
+  readonly event: string
+  /** The payload's JSON text. */
+  readonly payload: string
+}
+
 /** The head of a webhook's queue. */
 export interface QueuedDelivery {
   readonly seq: number
@@ -133,17 +142,12 @@ export class Deliveries extends Context.Service<Deliveries, {
    */
   enqueue(deliveries: ReadonlyArray<NewDelivery>, at: number): Effect.Effect<ReadonlyArray<Delivery>, SqlError>
   /**
-   * Queues one delivery of `event` for every active webhook of `scope` subscribed to it (or
-   * to `*`), in one statement, and wakes their runners after commit; how many. Joins the
-   * caller's transaction (the fan-out consumer's). Reads `webhooks`: this is the hot path,
-   * one round trip per event.
+   * Queues one delivery of each event for every active webhook of its scope subscribed to it
+   * (or to `*`), in event order and then the webhooks' creation order, and wakes their
+   * runners after commit; how many. Joins the caller's transaction (the fan-out consumer's).
+   * The hot path: two statements for a whole batch of events.
    */
-  enqueueForSubscribers(
-    scope: { readonly orgId: string; readonly repoId: string | null },
-    event: string,
-    payload: string,
-    at: number
-  ): Effect.Effect<number, SqlError>
+  enqueueForEvents(events: ReadonlyArray<SubscribedEvent>, at: number): Effect.Effect<number, SqlError>
   /** The next delivery to attempt: the earliest due, in queue order. */
   head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
@@ -192,31 +196,34 @@ export class Deliveries extends Context.Service<Deliveries, {
         return inserted.map(toDelivery)
       })
 
-      const enqueueForSubscribers = Effect.fnUntraced(function*(
-        scope: { readonly orgId: string; readonly repoId: string | null },
-        event: string,
-        payload: string,
-        at: number
-      ) {
+      const enqueueForEvents = Effect.fnUntraced(function*(events: ReadonlyArray<SubscribedEvent>, at: number) {
+        if (events.length === 0) return 0
         const iso = new Date(at).toISOString()
-        // Ids for up to 8 subscribers come from the app's generator; beyond (Enterprise has no
-        // cap) from Postgres' CSPRNG, as hex.
-        const ids = Array.from({ length: 8 }, () => makeId("delivery"))
-        const [row] = yield* sql<{ queued: number | string }>`
-          WITH hooks AS (
-            SELECT id, row_number() OVER (ORDER BY created_at, id) AS n FROM webhooks
-            WHERE org_id = ${scope.orgId} AND repo_id IS NOT DISTINCT FROM ${scope.repoId} AND is_active
-              AND events && ARRAY[${event}, '*']::text[]
-          ), queued AS (
+        const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
+        const matches = yield* sql<{ n: number; webhookId: string }>`
+          SELECT e.n, w.id AS "webhookId"
+          FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
+            AS e(n integer, "orgId" text, "repoId" text, event text)
+          JOIN webhooks w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId" AND w.is_active
+            AND w.events && ARRAY[e.event, '*']::text[]
+          ORDER BY e.n, w.created_at, w.id`
+        if (matches.length === 0) return 0
+        // Each payload travels once, however many webhooks get it; rows go in in queue order.
+        const rows = matches.map((match, k) => ({ id: makeId("delivery"), w: match.webhookId, n: match.n, k }))
+        const used = [...new Set(matches.map((match) => match.n))]
+        const payloads = used.map((n) => ({ n, event: events[n].event, payload: events[n].payload }))
+        yield* sql`
+          WITH queued AS (
             INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
-            SELECT coalesce(${JSON.stringify(ids)}::jsonb->>(n::int - 1),
-                'delivery_' || replace(gen_random_uuid()::text, '-', '')),
-              id, ${event}, ${payload}, ${iso}::timestamptz, ${iso}::timestamptz
-            FROM hooks ORDER BY n
+            SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id text, w text, n integer, k integer)
+            JOIN jsonb_to_recordset(${JSON.stringify(payloads)}::jsonb) AS p(n integer, event text, payload text)
+              ON p.n = r.n
+            ORDER BY r.k
             RETURNING webhook_id
           )
-          SELECT count(*) AS queued, count(pg_notify(${WEBHOOKS_CHANNEL}, webhook_id)) FROM queued`
-        return Number(row.queued)
+          SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
+        return rows.length
       })
 
       const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
@@ -328,7 +335,7 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       return Deliveries.of({
         enqueue,
-        enqueueForSubscribers,
+        enqueueForEvents,
         head,
         claimNext,
         record,

@@ -3,9 +3,10 @@ import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
-import { Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { AttemptBatcher } from "./AttemptBatcher.ts"
+import { type AttemptRecord, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
-import { LOG_BODY_BYTES, send } from "./Sender.ts"
+import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
 import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
 
@@ -60,10 +61,19 @@ export class Dispatcher extends Context.Service<Dispatcher, {
     Effect.gen(function*() {
       const webhooks = yield* Webhooks
       const deliveries = yield* Deliveries
+      const batcher = yield* AttemptBatcher
       const guard = yield* OutboundGuard
       const mailer = yield* Mailer
       const config = yield* AppConfig
       const timeoutMs = config.webhookTimeoutMs ?? DELIVERY_TIMEOUT_MS
+      const agents = yield* Effect.acquireRelease(
+        Effect.sync(makeSendAgents),
+        (agents) =>
+          Effect.sync(() => {
+            agents.http.destroy()
+            agents.https.destroy()
+          })
+      )
 
       const tellOwners = (target: WebhookTarget, owners: ReadonlyArray<string>) =>
         owners.length === 0 ? Effect.void : mailer.send({
@@ -90,13 +100,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         timeoutMs + 60_000
       ]
 
-      /** Sends a claimed attempt and logs it; the failure streak after it, or "disabled". */
-      const attempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
+      /** Sends a claimed attempt: what to log, and whether it succeeded. */
+      const sendAttempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
         const number = claimed.attempts
         const request = buildRequest(target, claimed, now)
-        const result = yield* send(guard, request, timeoutMs)
+        const result = yield* send(guard, request, timeoutMs, agents)
         const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
-        yield* deliveries.record({
+        const record: AttemptRecord = {
           seq: claimed.seq,
           attempt: number,
           startedAt: new Date(now),
@@ -111,8 +121,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             ? null
             : `receiver answered ${result.statusCode}`,
           status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
-        })
-        if (ok && target.failingSince === null) return null
+        }
+        return { ok, record }
+      })
+
+      /** Logs an attempt that failed or ended a failure streak; the streak after it, or "disabled". */
+      const settle = Effect.fnUntraced(function*(target: WebhookTarget, ok: boolean, record: AttemptRecord) {
+        yield* deliveries.record(record)
         const finishedAt = yield* Clock.currentTimeMillis
         const disabled = yield* webhooks.noteOutcome(target.id, {
           ok,
@@ -134,25 +149,38 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           return Option.none<number>()
         }
         const delays = delaysOf(target)
+        // `claimedAt`: the time the last claim looked for a due delivery.
+        let claimedAt = yield* Clock.currentTimeMillis
+        let claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
         while (true) {
-          const now = yield* Clock.currentTimeMillis
-          const claimed = yield* deliveries.claimNext(webhookId, now, delays)
           if (Option.isSome(claimed)) {
-            const failingSince = yield* attempt(target, claimed.value, now)
+            const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
+            claimedAt = yield* Clock.currentTimeMillis
+            if (ok && target.failingSince === null) {
+              // The hot path: log this attempt and claim the next, batched with other webhooks'.
+              claimed = yield* batcher.recordAndClaimNext(record, webhookId, claimedAt, delays)
+              continue
+            }
+            const failingSince = yield* settle(target, ok, record)
             if (failingSince === "disabled") return Option.none<number>()
             target = { ...target, failingSince }
+            claimedAt = yield* Clock.currentTimeMillis
+            claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
             continue
           }
-          // Nothing claimable: the queue is empty, its head not due yet, or out of attempts.
+          // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
+          // attempts, or queued after the claim looked.
           const head = yield* deliveries.head(webhookId)
           if (Option.isNone(head)) return Option.none<number>()
-          if (head.value.dueAt > now) return Option.some(head.value.dueAt)
+          if (head.value.dueAt > claimedAt) return Option.some(head.value.dueAt)
           // A runner died during the last attempt: nothing is left to try.
-          yield* deliveries.fail(head.value.seq)
+          if (head.value.attempts >= delays.length) yield* deliveries.fail(head.value.seq)
+          claimedAt = yield* Clock.currentTimeMillis
+          claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
         }
       })
 
       return Dispatcher.of({ deliverDue })
     })
-  )
+  ).pipe(Layer.provide(AttemptBatcher.layer))
 }

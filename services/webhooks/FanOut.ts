@@ -14,8 +14,8 @@ import { Webhooks, type WebhookScope } from "./Webhooks.ts"
  * and the API's test pings and redeliveries.
  */
 export class FanOut extends Context.Service<FanOut, {
-  /** Queues the event's deliveries in the caller's transaction (the consumer's). */
-  handle(event: DomainEvent): Effect.Effect<number, SqlError>
+  /** Queues the events' deliveries, in event order, in the caller's transaction (the consumer's). */
+  handleAll(events: ReadonlyArray<DomainEvent>): Effect.Effect<number, SqlError>
   /** `POST …/test`: a `ping` delivery, whatever the subscription; `repository` for a repository's webhook. */
   ping(
     scope: WebhookScope,
@@ -33,23 +33,33 @@ export class FanOut extends Context.Service<FanOut, {
       const deliveries = yield* Deliveries
       // Slugs never change: cache them per runner.
       const slugs = new Map<string, string>()
+      const loadSlugs = Effect.fnUntraced(function*(orgIds: ReadonlyArray<string>) {
+        const missing = [...new Set(orgIds)].filter((id) => !slugs.has(id))
+        if (missing.length === 0) return
+        const rows = yield* sql<{ id: string; slug: string }>`SELECT id, slug FROM organizations WHERE id IN ${
+          sql.in(missing)
+        }`
+        for (const row of rows) slugs.set(row.id, row.slug)
+        for (const id of missing) if (!slugs.has(id)) slugs.set(id, id)
+      })
       const organization = (orgId: string) =>
-        Effect.gen(function*() {
-          const cached = slugs.get(orgId)
-          if (cached !== undefined) return { id: orgId, slug: cached } satisfies PayloadOrganization
-          const rows = yield* sql<{ slug: string }>`SELECT slug FROM organizations WHERE id = ${orgId}`
-          const slug = rows[0]?.slug ?? orgId
-          slugs.set(orgId, slug)
-          return { id: orgId, slug } satisfies PayloadOrganization
-        })
+        Effect.map(loadSlugs([orgId]), (): PayloadOrganization => ({ id: orgId, slug: slugs.get(orgId) ?? orgId }))
 
-      const handle = Effect.fnUntraced(function*(event: DomainEvent) {
-        const mapped = toWebhookEvent(event)
-        if (Option.isNone(mapped) || event.orgId === null) return 0
-        const { event: name, payload, repoId } = mapped.value
-        const body = JSON.stringify(payload(yield* organization(event.orgId)))
-        const now = yield* Clock.currentTimeMillis
-        return yield* deliveries.enqueueForSubscribers({ orgId: event.orgId, repoId }, name, body, now)
+      const handleAll = Effect.fnUntraced(function*(events: ReadonlyArray<DomainEvent>) {
+        const mapped = events.flatMap((event) => {
+          const webhookEvent = toWebhookEvent(event)
+          return Option.isNone(webhookEvent) || event.orgId === null
+            ? []
+            : [{ orgId: event.orgId, ...webhookEvent.value }]
+        })
+        yield* loadSlugs(mapped.map((event) => event.orgId))
+        const subscribed = mapped.map(({ event, orgId, payload, repoId }) => ({
+          orgId,
+          repoId,
+          event,
+          payload: JSON.stringify(payload({ id: orgId, slug: slugs.get(orgId) ?? orgId }))
+        }))
+        return yield* deliveries.enqueueForEvents(subscribed, yield* Clock.currentTimeMillis)
       })
 
       const queueOne = (webhookId: string, event: string, payload: string, redelivery: boolean) =>
@@ -81,7 +91,7 @@ export class FanOut extends Context.Service<FanOut, {
         }
       )
 
-      return FanOut.of({ handle, ping, redeliver })
+      return FanOut.of({ handleAll, ping, redeliver })
     })
   )
 }

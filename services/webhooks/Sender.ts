@@ -25,6 +25,22 @@ export type SendResult =
   }
   | { readonly _tag: "Failed"; readonly error: string; readonly durationMs: number }
 
+/**
+ * Connections kept open between deliveries (one agent pair per runner): a webhook's next
+ * delivery reuses the socket of its last one instead of a new TCP (and TLS) handshake. The
+ * SSRF guard checked the address when the socket was opened; a reused socket stays pinned
+ * to it. Idle sockets close when the receiver's `Keep-Alive: timeout` says so.
+ */
+export interface SendAgents {
+  readonly http: Http.Agent
+  readonly https: Https.Agent
+}
+
+export const makeSendAgents = (): SendAgents => {
+  const options = { keepAlive: true, keepAliveMsecs: 1_000, maxFreeSockets: 1_024, scheduling: "lifo" } as const
+  return { http: new Http.Agent(options), https: new Https.Agent(options) }
+}
+
 const flatHeaders = (headers: Http.IncomingHttpHeaders): Record<string, string> =>
   Object.fromEntries(
     Object.entries(headers).flatMap(([key, value]) =>
@@ -37,12 +53,15 @@ const flatHeaders = (headers: Http.IncomingHttpHeaders): Record<string, string> 
  * connection pinned to the checked addresses (no second DNS lookup, no redirects followed).
  * The whole exchange — connect, TLS, response headers and the logged part of the body —
  * must finish within `timeoutMs` (a real timer, whatever clock the caller runs with).
- * Never fails: every problem is a `Failed` result with a short sentence.
+ * Never fails: every problem is a `Failed` result with a short sentence. A request that
+ * fails on a reused keep-alive socket before any answer (the receiver closed it meanwhile)
+ * is sent once more on a new connection, as Node's documentation advises.
  */
 export const send = (
   guard: OutboundGuardShape,
   request: OutgoingRequest,
-  timeoutMs: number
+  timeoutMs: number,
+  agents?: SendAgents
 ): Effect.Effect<SendResult> =>
   Effect.gen(function*() {
     const started = performance.now()
@@ -61,11 +80,12 @@ export const send = (
     return yield* Effect.callback<SendResult>((resume) => {
       let settled = false
       let outgoing: Http.ClientRequest | undefined
-      const finish = (result: SendResult) => {
+      // `keep`: the response was read to its end, so its socket can serve the next request.
+      const finish = (result: SendResult, keep = false) => {
         if (settled) return
         settled = true
         clearTimeout(timer)
-        outgoing?.destroy()
+        if (!keep) outgoing?.destroy()
         resume(Effect.succeed(result))
       }
       const failed = (error: unknown) =>
@@ -74,41 +94,51 @@ export const send = (
         () => finish({ _tag: "Failed", error: `timed out after ${timeoutMs} ms`, durationMs: elapsed() }),
         timeoutMs
       )
-      const options: Https.RequestOptions = {
-        method: "POST",
-        headers: { ...request.headers, "Content-Length": String(request.body.length) },
-        lookup: guard.pinnedLookup(addresses),
-        agent: false
-      }
-      try {
-        outgoing = (url.protocol === "https:" ? Https : Http).request(url, options, (response) => {
-          const chunks: Array<Buffer> = []
-          let size = 0
-          const done = () =>
-            finish({
-              _tag: "Response",
-              statusCode: response.statusCode ?? 0,
-              headers: flatHeaders(response.headers),
-              body: Buffer.concat(chunks),
-              durationMs: elapsed()
+      const isHttps = url.protocol === "https:"
+      const start = (allowResend: boolean) => {
+        const options: Https.RequestOptions = {
+          method: "POST",
+          headers: { ...request.headers, "Content-Length": String(request.body.length) },
+          lookup: guard.pinnedLookup(addresses),
+          agent: agents === undefined ? false : isHttps ? agents.https : agents.http
+        }
+        let answered = false
+        try {
+          outgoing = (isHttps ? Https : Http).request(url, options, (response) => {
+            answered = true
+            const chunks: Array<Buffer> = []
+            let size = 0
+            const done = (keep = false) =>
+              finish({
+                _tag: "Response",
+                statusCode: response.statusCode ?? 0,
+                headers: flatHeaders(response.headers),
+                body: Buffer.concat(chunks),
+                durationMs: elapsed()
+              }, keep)
+            response.on("data", (chunk: Buffer) => {
+              const room = LOG_BODY_BYTES - size
+              chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk)
+              size += Math.min(chunk.length, room)
+              // The status is what counts: stop reading once the logged part is in.
+              if (size >= LOG_BODY_BYTES) done()
             })
-          response.on("data", (chunk: Buffer) => {
-            const room = LOG_BODY_BYTES - size
-            chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk)
-            size += Math.min(chunk.length, room)
-            // The status is what counts: stop reading once the logged part is in.
-            if (size >= LOG_BODY_BYTES) done()
+            response.on("end", () => done(true))
+            response.on("error", failed)
+            response.on("aborted", () => done())
           })
-          response.on("end", done)
-          response.on("error", failed)
-          response.on("aborted", done)
+        } catch (error) {
+          failed(error)
+          return
+        }
+        const sent = outgoing
+        sent.on("error", (error) => {
+          if (allowResend && !answered && !settled && sent.reusedSocket) start(false)
+          else failed(error)
         })
-      } catch (error) {
-        failed(error)
-        return
+        sent.end(request.body)
       }
-      outgoing.on("error", failed)
-      outgoing.end(request.body)
+      start(true)
       return Effect.sync(() => {
         settled = true
         clearTimeout(timer)

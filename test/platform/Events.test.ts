@@ -252,6 +252,134 @@ describe("Events", () => {
       expect(yield* cursorOf(runner.sql, "late-fast")).toBe(second.id)
     }))
 
+  it.live("publishers commit in parallel; an earlier event committed after a later one is still consumed first", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url)
+      const other = yield* startRunner(url)
+      const live = yield* runner.run(runner.events.subscribe)
+      const seen: Array<DomainEvent> = []
+      const chunks: Array<Array<string>> = []
+      yield* runner.run(runner.events.consume("order-one", (event) => Effect.sync(() => seen.push(event))))
+      yield* other.run(other.events.consumeBatch("order-batch", (events) =>
+        Effect.sync(() => {
+          chunks.push(events.map((event) => event.type))
+        })))
+
+      // The slow transaction publishes first (its transaction id and event id are the
+      // smaller ones) and stays open until released.
+      const release = yield* Deferred.make<void>()
+      const slowPublished = yield* Deferred.make<number>()
+      const slow = yield* runner.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const events = yield* Events
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* events.publish({ type: "slow", data: {} })
+          const [row] = yield* sql<{ id: bigint }>`SELECT max(id) AS id FROM domain_events`
+          yield* Deferred.succeed(slowPublished, Number(row.id))
+          yield* Deferred.await(release)
+        }))
+      })).pipe(Effect.forkChild)
+      const slowId = yield* Deferred.await(slowPublished)
+
+      // Another runner's publisher commits meanwhile: no lock makes it wait for the slow one
+      // (with a publish lock this would hang until the timeout).
+      const fastId = yield* other.run(publishCommitted("fast", {})).pipe(
+        Effect.timeoutOrElse({
+          duration: "5 seconds",
+          orElse: () => Effect.die(new Error("the second publisher waited for the first"))
+        })
+      )
+      expect(fastId).toBeGreaterThan(slowId)
+      const [{ visible }] = yield* other.sql<{ visible: number }>`
+        SELECT count(*)::int AS visible FROM domain_events WHERE type = 'fast'`
+      expect(visible).toBe(1)
+
+      // Committed, but behind the open transaction: nobody reads it yet.
+      yield* Effect.sleep("500 millis")
+      expect(seen).toEqual([])
+      expect(chunks).toEqual([])
+      expect(Option.isNone(yield* Queue.poll(live))).toBe(true)
+
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(slow)
+      const first = yield* takeWithin(live)
+      const second = yield* takeWithin(live)
+      expect([first.id, second.id]).toEqual([slowId, fastId])
+      yield* waitUntil("both consumers", () => seen.length >= 2 && chunks.flat().length >= 2)
+      yield* Effect.sleep("300 millis")
+      expect(seen.map((event) => event.type)).toEqual(["slow", "fast"])
+      expect(chunks.flat()).toEqual(["slow", "fast"])
+      expect(yield* cursorOf(runner.sql, "order-one")).toBe(fastId)
+      expect(yield* cursorOf(runner.sql, "order-batch")).toBe(fastId)
+    }))
+
+  it.live("an event held behind an unrelated open transaction arrives once it ends, without a notification", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      // Polling once a minute: only the re-reads while events are held can deliver in time.
+      const runner = yield* startRunner(url, { pollInterval: "1 minute" })
+      const blocker = yield* startRunner(url)
+      const live = yield* runner.run(runner.events.subscribe)
+      const consumed: Array<string> = []
+      yield* runner.run(runner.events.consume("held", (event) => Effect.sync(() => consumed.push(event.type))))
+
+      // A transaction that writes nothing to the outbox but holds a transaction id.
+      const release = yield* Deferred.make<void>()
+      const started = yield* Deferred.make<void>()
+      const open = yield* blocker.run(Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        yield* sql.withTransaction(Effect.gen(function*() {
+          yield* sql`SELECT pg_current_xact_id()::text AS xid`
+          yield* Deferred.succeed(started, undefined)
+          yield* Deferred.await(release)
+        }))
+      })).pipe(Effect.forkChild)
+      yield* Deferred.await(started)
+      yield* runner.run(publishCommitted("behind", {}))
+      yield* Effect.sleep("300 millis")
+      expect(consumed).toEqual([])
+
+      // Its end sends no notification.
+      yield* Deferred.succeed(release, undefined)
+      yield* Fiber.join(open)
+      expect((yield* takeWithin(live, "10 seconds")).type).toBe("behind")
+      yield* waitUntil("the consumer", () => consumed.length >= 1, "10 seconds")
+      expect(consumed).toEqual(["behind"])
+    }))
+
+  it.live("a batch consumer gets many events per call, retries a failed batch whole, and moves its cursor once", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url)
+      yield* runner.run(runner.events.publishAll(
+        Array.from({ length: 7 }, (_, n) => ({ type: n === 4 ? "skip" : "keep", data: { n } }))
+      ))
+      const ids = (yield* runner.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) => Number(r.id))
+
+      const calls: Array<Array<number>> = []
+      const cursorsSeen: Array<number> = []
+      yield* runner.run(runner.events.consumeBatch("batches", (events) =>
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          calls.push(events.map((event) => (event.data as { n: number }).n))
+          cursorsSeen.push(yield* cursorOf(sql, "batches"))
+          // Rolled back with the failed call, committed with the retried one.
+          yield* sql`INSERT INTO organizations (id, slug, name, plan)
+            VALUES (${`org_${calls.length}`}, ${`b${calls.length}`}, 'B', 'free')`
+          if (calls.length === 1) return yield* Effect.fail("receiver down" as const)
+        }), { types: ["keep"], batchSize: 4 }))
+
+      yield* waitUntil("the batches", () => calls.length >= 3)
+      yield* Effect.sleep("300 millis")
+      // Four matching events a batch; the failed first batch is delivered again whole.
+      expect(calls).toEqual([[0, 1, 2, 3], [0, 1, 2, 3], [5, 6]])
+      expect(cursorsSeen).toEqual([0, 0, ids[3]])
+      expect(yield* cursorOf(runner.sql, "batches")).toBe(ids[6])
+      const orgs = yield* runner.sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`
+      expect(orgs.map((o) => o.id)).toEqual(["org_2", "org_3"])
+    }))
+
   it.live("one consumer name on two runners handles each event exactly once", () =>
     Effect.gen(function*() {
       const url = yield* createTestDatabase

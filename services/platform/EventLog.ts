@@ -1,0 +1,122 @@
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
+
+/**
+ * Reading the `domain_events` outbox in order, without a publish lock.
+ *
+ * Every event row carries `tx`, the top-level transaction id (xid8, as bigint) of the
+ * transaction that wrote it (a column default), and `id`, its identity. Readers go in
+ * `(tx, id)` order and only below the *horizon*: `pg_snapshot_xmin(pg_current_snapshot())`,
+ * the oldest transaction id still running anywhere on the server. Every transaction below
+ * the horizon has ended (its rows are visible or never will be) and every transaction that
+ * starts later gets a larger id, so nothing can ever appear below the horizon again: a
+ * reader that remembers the last position it handled never skips an event, however late
+ * its transaction commits, while publishers commit in parallel. The price: a transaction
+ * that stays open (any transaction holding an id, not only publishers) holds the horizon
+ * back, so later events wait for it (delayed, never lost). Prior art: the xid8 outbox in
+ * https://event-driven.io/en/ordering_in_postgres_outbox/ (and PgQ's snapshot batches).
+ */
+
+/** A committed domain event. `id` is the outbox's bigint id as a JS number (exact up to 2^53). */
+export interface DomainEvent {
+  readonly id: number
+  readonly type: string
+  readonly orgId: string | null
+  readonly data: unknown
+  readonly createdAt: Date
+}
+
+/** A reader's place in the outbox: after the event at `(tx, id)` (`0, 0`: the beginning). */
+export interface Position {
+  readonly tx: bigint
+  readonly id: bigint
+}
+
+export const START: Position = { tx: 0n, id: 0n }
+
+export const isAfter = (a: Position, b: Position) => a.tx > b.tx || (a.tx === b.tx && a.id > b.id)
+
+/** An event with its position. */
+export interface PositionedEvent {
+  readonly event: DomainEvent
+  readonly position: Position
+}
+
+type Int8 = bigint | number | string
+
+interface Row {
+  readonly held: boolean
+  readonly headTx: Int8 | null
+  readonly headId: Int8 | null
+  readonly tx: Int8 | null
+  readonly id: Int8 | null
+  readonly type: string
+  readonly orgId: string | null
+  readonly data: unknown
+  readonly createdAt: Date
+}
+
+/** SQL for the horizon of the statement's snapshot. */
+export const horizonSql = (sql: SqlClient.SqlClient) =>
+  sql.literal("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+
+/** What one read found. */
+export interface Read {
+  /** Up to `limit` matching events after the position, below the horizon, in order. */
+  readonly events: ReadonlyArray<PositionedEvent>
+  /** The last event below the horizon (matching or not), or the start position if none. */
+  readonly head: Position
+  /** Whether `limit` events came back (there may be more below the horizon). */
+  readonly full: boolean
+  /** Whether committed events wait above the horizon (behind a transaction still open). */
+  readonly held: boolean
+}
+
+/**
+ * Reads the events after `after` below `horizon` (a bigint, or the statement's own horizon
+ * when omitted), in one statement so `head` comes from the same snapshot as the events: when
+ * the read is not full, every matching event up to `head` is in it and the reader may move
+ * its position to `head`, past the non-matching rest.
+ */
+export const readAfter = (
+  sql: SqlClient.SqlClient,
+  options: {
+    readonly after: Position
+    readonly limit: number
+    readonly types?: ReadonlyArray<string> | undefined
+    readonly horizon?: bigint | undefined
+  }
+): Effect.Effect<Read, SqlError> => {
+  const typeFilter = options.types === undefined ? sql.literal("") : sql`AND type IN ${sql.in(options.types)}`
+  const horizon = options.horizon === undefined ? horizonSql(sql) : sql`${String(options.horizon)}::bigint`
+  return Effect.map(
+    sql<Row>`
+      SELECT EXISTS (SELECT 1 FROM domain_events WHERE tx >= s.horizon) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
+        e.created_at AS "createdAt"
+      FROM (SELECT ${horizon} AS horizon) AS s
+      LEFT JOIN LATERAL (
+        SELECT tx, id FROM domain_events WHERE tx < s.horizon ORDER BY tx DESC, id DESC LIMIT 1
+      ) AS h ON true
+      LEFT JOIN LATERAL (
+        SELECT tx, id, type, org_id, data, created_at FROM domain_events
+        WHERE (tx, id) > (${String(options.after.tx)}::bigint, ${String(options.after.id)}::bigint)
+          AND tx < s.horizon ${typeFilter}
+        ORDER BY tx, id LIMIT ${options.limit}
+      ) AS e ON true
+      ORDER BY e.tx, e.id`,
+    (rows) => {
+      const events = rows.flatMap((row): Array<PositionedEvent> =>
+        row.id === null || row.tx === null ? [] : [{
+          position: { tx: BigInt(row.tx), id: BigInt(row.id) },
+          event: { id: Number(row.id), type: row.type, orgId: row.orgId, data: row.data, createdAt: row.createdAt }
+        }]
+      )
+      const first = rows[0]
+      const head = first === undefined || first.headTx === null || first.headId === null
+        ? START
+        : { tx: BigInt(first.headTx), id: BigInt(first.headId) }
+      return { events, head, full: events.length === options.limit, held: first?.held === true }
+    }
+  )
+}
