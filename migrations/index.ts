@@ -9,6 +9,7 @@ import webhooks from "./0008_webhooks.ts"
 import monitorShards from "./0009_monitor_shards.ts"
 import repositoryNumbers from "./0010_repository_numbers.ts"
 import pullRequests from "./0011_pull_requests.ts"
+import repositoryIssues from "./0012_repository_issues.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -22,5 +23,6 @@ export const migrations = {
   "0008_webhooks": webhooks,
   "0009_monitor_shards": monitorShards,
   "0010_repository_numbers": repositoryNumbers,
-  "0011_pull_requests": pullRequests
+  "0011_pull_requests": pullRequests,
+  "0012_repository_issues": repositoryIssues
 }

@@ -59,24 +59,26 @@ export class CodeOwners extends Context.Service<CodeOwners, {
       /** The parsed file at `commit`, or the empty file when none of the locations holds one. */
       const fileAt = (synced: SyncedRepo, commit: string) =>
         Effect.gen(function*() {
-          for (const path of CODEOWNERS_PATHS) {
-            const blob = yield* gitText({
-              gitDir: synced.dir,
-              args: ["rev-parse", "--verify", "-q", `${commit}:${path}`]
-            })
-              .pipe(Effect.map((text) => text.trim()), Effect.orElseSucceed(() => ""))
-            if (blob === "") continue
-            const type = yield* gitText({ gitDir: synced.dir, args: ["cat-file", "-t", blob] }).pipe(Effect.orDie)
-            if (type.trim() !== "blob") continue
-            const known = parsed.get(blob)
-            if (known !== undefined) return known
-            const content = yield* runGit({ gitDir: synced.dir, args: ["cat-file", "blob", blob] }).pipe(Effect.orDie)
-            const file = parseCodeOwners(content.toString("utf8"))
-            if (parsed.size >= PARSED_CACHE_SIZE) parsed.delete(parsed.keys().next().value!)
-            parsed.set(blob, file)
-            return file
+          // One listing of the three locations; the first in CODEOWNERS_PATHS order that is a file wins.
+          const listing = yield* gitText({
+            gitDir: synced.dir,
+            args: ["ls-tree", "-z", commit, "--", ...CODEOWNERS_PATHS],
+            env: { GIT_LITERAL_PATHSPECS: "1" }
+          }).pipe(Effect.orDie)
+          const blobs = new Map<string, string>()
+          for (const entry of listing.split("\0")) {
+            const match = /^\d+ blob ([0-9a-f]{40})\t(.*)$/s.exec(entry)
+            if (match !== null) blobs.set(match[2], match[1])
           }
-          return EMPTY
+          const blob = CODEOWNERS_PATHS.map((path) => blobs.get(path)).find((sha) => sha !== undefined)
+          if (blob === undefined) return EMPTY
+          const known = parsed.get(blob)
+          if (known !== undefined) return known
+          const content = yield* runGit({ gitDir: synced.dir, args: ["cat-file", "blob", blob] }).pipe(Effect.orDie)
+          const file = parseCodeOwners(content.toString("utf8"))
+          if (parsed.size >= PARSED_CACHE_SIZE) parsed.delete(parsed.keys().next().value!)
+          parsed.set(blob, file)
+          return file
         })
 
       const withFile = <A, E>(

@@ -7,8 +7,8 @@ import { ZERO_SHA } from "../git/PktLine.ts"
 import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
+import { closeReferenced } from "../repoIssues/IssueReferences.ts"
 import { BranchRules, type MergeActor, MergeInProgress, type MergePolicy } from "./BranchRules.ts"
-import { closingReferences, IssueCloser } from "./ClosingReferences.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { buildMergeCommit } from "./MergeStrategies.ts"
@@ -236,16 +236,13 @@ export class Merger extends Context.Service<Merger, {
               yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, sender, { merged: true }))
             })).pipe(Effect.orDie)
             if (options.deleteBranch === true) yield* deleteSource(repo, row, head, mergedBy)
-            const numbers = closingReferences([row.title, row.body, message, ...commitMessages])
-            if (numbers.length > 0) {
-              const closer = yield* IssueCloser
-              yield* closer.closeReferenced({
-                repo,
-                numbers,
-                pullRequest: { id: row.id, number: row.number },
-                sender: { id: mergedBy.id, name: mergedBy.name }
-              })
-            }
+            // `Fixes #n` in the title, body, merge message or merged commits closes issue n.
+            yield* withSql(closeReferenced({
+              repo,
+              texts: [row.title, row.body, message, ...commitMessages],
+              pullRequest: { id: row.id, number: row.number },
+              actor: { id: mergedBy.id, name: mergedBy.name }
+            }))
             return { merged: true, sha, strategy: options.strategy, message }
           }
         }

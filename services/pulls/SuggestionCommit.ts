@@ -56,47 +56,45 @@ export interface SuggestionInput {
   readonly message: string
 }
 
-/** A file's text as lines, with its line ending style and whether it ends with a newline. */
-export interface FileLines {
-  readonly lines: ReadonlyArray<string>
-  readonly crlf: boolean
-  readonly finalNewline: boolean
+/** A file's lines as bytes, each with its own line ending (the last one may have none). */
+export const splitLines = (content: Uint8Array): ReadonlyArray<Buffer> => {
+  const bytes = Buffer.from(content)
+  const lines: Array<Buffer> = []
+  let start = 0
+  for (let i = bytes.indexOf(10); i >= 0; i = bytes.indexOf(10, start)) {
+    lines.push(bytes.subarray(start, i + 1))
+    start = i + 1
+  }
+  if (start < bytes.length) lines.push(bytes.subarray(start))
+  return lines
 }
 
-export const splitLines = (text: string): FileLines => {
-  const finalNewline = text.endsWith("\n")
-  const body = finalNewline ? text.slice(0, -1) : text
-  const raw = body === "" && !finalNewline ? [] : body.split("\n")
-  // The first line's ending is the file's style (mixed endings are rare; they become uniform).
-  const crlf = raw.length > 0 && raw[0].endsWith("\r")
-  return { lines: raw.map((line) => line.replace(/\r$/, "")), crlf, finalNewline }
-}
-
-export const joinLines = (file: FileLines): string => {
-  if (file.lines.length === 0) return ""
-  const eol = file.crlf ? "\r\n" : "\n"
-  return file.lines.join(eol) + (file.finalNewline ? eol : "")
-}
+/** A line's text without its ending, as a diff shows it. */
+const lineText = (line: Buffer) => line.toString("utf8").replace(/\r?\n$/, "")
 
 /** The lines of a suggestion's replacement text (a final newline does not add an empty line). */
 export const replacementLines = (replacement: string): ReadonlyArray<string> =>
   replacement === "" ? [] : replacement.replace(/\r?\n$/, "").split(/\r?\n/)
 
 type Edit =
-  | { readonly _tag: "Edited"; readonly content: string }
+  | { readonly _tag: "Edited"; readonly content: Buffer }
   | { readonly _tag: "Refused"; readonly reason: SuggestionRefusedReason; readonly message: string }
 
-/** The file after the suggestion, or why it cannot be applied to `text` (pure). */
+/**
+ * The file after the suggestion, or why it cannot be applied (pure). Lines outside the
+ * range keep their bytes; the new lines take the line ending of the first replaced line,
+ * and the file keeps its final-newline state.
+ */
 export const editLines = (
-  text: string,
+  content: Uint8Array | string,
   input: Pick<SuggestionInput, "startLine" | "endLine" | "originalLines" | "replacement" | "path">
 ): Edit => {
-  const file = splitLines(text)
+  const lines = splitLines(typeof content === "string" ? Buffer.from(content, "utf8") : content)
   const { endLine, startLine } = input
   const original = input.originalLines.map((line) => line.replace(/\r$/, ""))
-  const current = file.lines.slice(startLine - 1, endLine)
+  const current = lines.slice(startLine - 1, endLine).map(lineText)
   const inRange = Number.isInteger(startLine) && Number.isInteger(endLine) && startLine >= 1 &&
-    endLine >= startLine && endLine <= file.lines.length
+    endLine >= startLine && endLine <= lines.length
   if (!inRange || current.length !== original.length || current.some((line, i) => line !== original[i])) {
     return {
       _tag: "Refused",
@@ -108,8 +106,15 @@ export const editLines = (
   if (next.length === current.length && next.every((line, i) => line === current[i])) {
     return { _tag: "Refused", reason: "noop", message: "The suggestion changes nothing" }
   }
-  const lines = [...file.lines.slice(0, startLine - 1), ...next, ...file.lines.slice(endLine)]
-  return { _tag: "Edited", content: joinLines({ ...file, lines }) }
+  const eol = lines[startLine - 1].toString("latin1").endsWith("\r\n") ? "\r\n" : "\n"
+  const finalNewline = lines[lines.length - 1].at(-1) === 10
+  let edited = Buffer.concat([
+    ...lines.slice(0, startLine - 1),
+    ...next.map((line) => Buffer.from(line + eol, "utf8")),
+    ...lines.slice(endLine)
+  ])
+  if (!finalNewline) edited = Buffer.from(edited.toString("latin1").replace(/\r?\n$/, ""), "latin1")
+  return { _tag: "Edited", content: edited }
 }
 
 const refused = (reason: SuggestionRefusedReason, message: string) => new SuggestionRefused({ reason, message })
@@ -157,7 +162,7 @@ export class SuggestionCommits extends Context.Service<SuggestionCommits, {
           const [, mode, blobSha] = match
           if (mode === "120000") return yield* refused("outdated", `'${input.path}' is a symbolic link`)
           const content = yield* runGit({ gitDir: synced.dir, args: ["cat-file", "blob", blobSha] }).pipe(Effect.orDie)
-          const edit = editLines(content.toString("utf8"), input)
+          const edit = editLines(content, input)
           if (edit._tag === "Refused") return yield* refused(edit.reason, edit.message)
 
           return yield* Effect.acquireUseRelease(

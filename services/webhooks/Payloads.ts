@@ -2,6 +2,7 @@ import { Option } from "effect"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { pullRequestEventTypes } from "../../schemas/PullRequestEvents.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
+import { issueEventTypes } from "../../schemas/RepositoryIssues.ts"
 import { organizationEvents } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
 
@@ -35,6 +36,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   CreateEvent.type,
   DeleteEvent.type,
   ...pullRequestEventTypes.map((type) => type.type),
+  ...issueEventTypes.map((kind) => kind.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 
@@ -62,7 +64,9 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  *   `review`, `requestedReviewers`, `merge`, `changes` where the event has them);
  * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
  *   `commits`, `timestamp`), `create` and `delete` with `ref`, `refType` and `sha` instead of
- *   the push fields, to the repository's webhooks.
+ *   the push fields, to the repository's webhooks;
+ * - `issue.opened|closed|updated|commented` (repository issues) with `{event, action, repository,
+ *   issue, sender, timestamp}`, plus `changes` (updated) or `comment` (commented).
  */
 export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> => {
   const refEvent = Option.orElse(
@@ -82,6 +86,17 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
     if (Option.isSome(pull)) {
       // `{event, action, repository, pullRequest, sender, timestamp}` plus the event's own object.
       const data = pull.value as { readonly repository: PayloadRepository } & Record<string, unknown>
+      return Option.some({
+        event: event.type,
+        repoId: data.repository.id,
+        payload: () => ({ event: event.type, action: action(event.type), ...data })
+      })
+    }
+  }
+  for (const kind of issueEventTypes) {
+    const issue = kind.match(event)
+    if (Option.isSome(issue)) {
+      const data = issue.value
       return Option.some({
         event: event.type,
         repoId: data.repository.id,

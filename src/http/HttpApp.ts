@@ -15,6 +15,7 @@ import { OrgHandlers } from "./handlers/Org.ts"
 import { PerformanceHandlers } from "./handlers/Performance.ts"
 import { PullRequestsHandlers } from "./handlers/PullRequests.ts"
 import { RepositoriesHandlers } from "./handlers/Repositories.ts"
+import { RepositoryIssuesHandlers } from "./handlers/RepositoryIssues.ts"
 import { AdminAuthenticationLive, AuthenticationLive, PublicRateLimitedLive } from "./handlers/Security.ts"
 import { SourceMapsHandlers } from "./handlers/SourceMaps.ts"
 import { StatusHandlers } from "./handlers/Status.ts"
@@ -42,6 +43,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide(PullRequestsHandlers),
   Layer.provide(CodeOwnersHandlers),
+  Layer.provide(RepositoryIssuesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
 )

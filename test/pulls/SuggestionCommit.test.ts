@@ -1,5 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
+import { SqlClient } from "effect/sql"
 import { describe, it as plain } from "vitest"
 import { RefUpdateCheck, type RefUpdateCheckFn } from "../../services/git/RefUpdates.ts"
 import { Repositories } from "../../services/git/Repositories.ts"
@@ -12,7 +13,7 @@ import {
 import { commit, createRepo, type GitClient, gitClient } from "../git/gitClient.ts"
 import { startApp } from "../support/app.ts"
 
-type Services = SuggestionCommits | Repositories
+type Services = SuggestionCommits | Repositories | SqlClient.SqlClient
 class TestApp extends Context.Service<TestApp, {
   readonly baseUrl: string
   readonly context: Context.Context<Services>
@@ -63,21 +64,34 @@ const setUp = (git: GitClient, baseUrl: string, slug: string) =>
 const remoteTip = (git: GitClient, url: string) =>
   Effect.map(git.ok(["ls-remote", url, "refs/heads/feature"]), (out) => out.split("\t")[0])
 
+/** The edited text, or the refusal. */
+const edited = (content: string | Buffer, input: Parameters<typeof editLines>[1]) => {
+  const edit = editLines(content, input)
+  return edit._tag === "Edited" ? edit.content.toString("latin1") : edit
+}
+
 describe("editLines (pure)", () => {
-  plain("replaces the lines and keeps the file's final newline state and line endings", () => {
+  plain("replaces the lines and keeps the file's final newline state, line endings and other bytes", () => {
     const input = { path: "f", startLine: 2, endLine: 2, originalLines: ["b"], replacement: "B\n" }
-    expect(editLines("a\nb\nc\n", input)).toEqual({ _tag: "Edited", content: "a\nB\nc\n" })
-    expect(editLines("a\nb\nc", input)).toEqual({ _tag: "Edited", content: "a\nB\nc" })
-    expect(editLines("a\r\nb\r\nc\r\n", input)).toEqual({ _tag: "Edited", content: "a\r\nB\r\nc\r\n" })
-    expect(editLines("a\nb\nc\n", { ...input, replacement: "" })).toEqual({ _tag: "Edited", content: "a\nc\n" })
-    expect(splitLines("")).toEqual({ lines: [], crlf: false, finalNewline: false })
+    expect(edited("a\nb\nc\n", input)).toBe("a\nB\nc\n")
+    expect(edited("a\nb\nc", input)).toBe("a\nB\nc")
+    expect(edited("a\nb", input)).toBe("a\nB")
+    expect(edited("a\nb", { ...input, replacement: "" })).toBe("a")
+    expect(edited("a\r\nb\r\nc\r\n", { ...input, replacement: "B\nB2" })).toBe("a\r\nB\r\nB2\r\nc\r\n")
+    expect(edited("a\nb\nc\n", { ...input, replacement: "" })).toBe("a\nc\n")
+    // A line that is not UTF-8 outside the range is kept byte for byte.
+    const latin1 = Buffer.concat([Buffer.from([0xe9, 0x0a]), Buffer.from("b\n")])
+    expect(edited(latin1, input)).toBe("\xe9\nB\n")
   })
   plain("refuses changed or out-of-range lines as outdated, and an identical replacement as noop", () => {
     const input = { path: "f", startLine: 2, endLine: 2, originalLines: ["b"], replacement: "B" }
-    expect(editLines("a\nX\nc\n", input)).toMatchObject({ _tag: "Refused", reason: "outdated" })
-    expect(editLines("a\n", input)).toMatchObject({ _tag: "Refused", reason: "outdated" })
-    expect(editLines("a\nb\n", { ...input, startLine: 0 })).toMatchObject({ reason: "outdated" })
-    expect(editLines("a\nb\n", { ...input, replacement: "b\n" })).toMatchObject({ reason: "noop" })
+    expect(edited("a\nX\nc\n", input)).toMatchObject({ _tag: "Refused", reason: "outdated" })
+    expect(edited("a\n", input)).toMatchObject({ _tag: "Refused", reason: "outdated" })
+    expect(edited("a\nb\n", { ...input, startLine: 0 })).toMatchObject({ reason: "outdated" })
+    expect(edited("a\nb\n", { ...input, startLine: 3, endLine: 2 })).toMatchObject({ reason: "outdated" })
+    expect(edited("a\nb\n", { ...input, replacement: "b\n" })).toMatchObject({ reason: "noop" })
+    expect(edited("a\r\nb\r\n", { ...input, replacement: "b" })).toMatchObject({ reason: "noop" })
+    expect(splitLines(Buffer.alloc(0))).toEqual([])
   })
 })
 
@@ -88,8 +102,20 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
       const git = yield* gitClient
       const { head, org } = yield* setUp(git, baseUrl, "sugapply")
       // A later unrelated commit does not make the suggestion outdated.
-      const { sha } = yield* Effect.provide(suggestion("sugapply", { expectedHeadSha: head }), context)
+      const committer = { id: org.user.id, name: "Ap Plier", email: "applier@example.com" }
+      const { sha } = yield* Effect.provide(suggestion("sugapply", { expectedHeadSha: head, committer }), context)
       expect(yield* remoteTip(git, org.url)).toBe(sha)
+      // The branch moved through the one ref-update path: a push event with the applier as sender.
+      const [push] = yield* Effect.provide(
+        Effect.gen(function*() {
+          const sql = yield* SqlClient.SqlClient
+          return yield* sql<{ data: any }>`
+            SELECT data FROM domain_events WHERE type = 'push' AND data->>'after' = ${sha}`
+        }),
+        context
+      ).pipe(Effect.orDie)
+      expect(push.data).toMatchObject({ ref: "refs/heads/feature", before: head, sender: committer })
+      expect(push.data.commits.map((c: any) => c.sha)).toEqual([sha])
 
       const clone = git.dir("sugapply-clone")
       yield* git.ok(["clone", "-q", "--branch", "feature", org.url, clone])
@@ -175,5 +201,45 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Sugge
       ).pipe(Effect.provideService(RefUpdateCheck, conflicting.check), Effect.flip)
       expect(refusal.reason).toBe("outdated")
       expect(yield* remoteTip(git, org.url)).toBe(conflicting.pushed())
+    }))
+
+  it.effect("a ref update refused by a rule is a rejected suggestion, and the branch does not move", () =>
+    Effect.gen(function*() {
+      const { baseUrl, context } = yield* TestApp
+      const git = yield* gitClient
+      const { head, org } = yield* setUp(git, baseUrl, "sugrule")
+      const refusal = yield* Effect.provide(suggestion("sugrule", {}), context).pipe(
+        Effect.provideService(RefUpdateCheck, () => Effect.succeed("protected branch")),
+        Effect.flip
+      )
+      expect(refusal).toMatchObject({ reason: "rejected", message: expect.stringContaining("protected branch") })
+      expect(yield* remoteTip(git, org.url)).toBe(head)
+    }))
+
+  it.effect("concurrent suggestions on other lines of one file all land, none lost", () =>
+    Effect.gen(function*() {
+      const { baseUrl, context } = yield* TestApp
+      const git = yield* gitClient
+      const { head, org } = yield* setUp(git, baseUrl, "sugmany")
+      const applied = yield* Effect.forEach(
+        [1, 2, 3, 4],
+        (line) =>
+          Effect.provide(
+            suggestion("sugmany", {
+              startLine: line,
+              endLine: line,
+              originalLines: [`line ${line}`],
+              replacement: `LINE ${line}`,
+              message: `suggestion ${line}`
+            }),
+            context
+          ),
+        { concurrency: 4 }
+      )
+      const clone = git.dir("sugmany-clone")
+      yield* git.ok(["clone", "-q", "--branch", "feature", org.url, clone])
+      expect(yield* git.ok(["show", `HEAD:${FILE}`], { cwd: clone })).toBe("LINE 1\nLINE 2\nLINE 3\nLINE 4\n")
+      const chain = (yield* git.ok(["rev-list", `${head}..HEAD`], { cwd: clone })).trim().split("\n")
+      expect(chain.sort()).toEqual(applied.map((result) => result.sha).sort())
     }))
 })

@@ -12,6 +12,7 @@ import { OrgApi } from "./Org.ts"
 import { PerformanceApi } from "./Performance.ts"
 import { PullRequestsApi } from "./PullRequests.ts"
 import { RepositoriesApi } from "./Repositories.ts"
+import { RepositoryIssuesApi } from "./RepositoryIssues.ts"
 import { SourceMapsApi } from "./SourceMaps.ts"
 import { StatusApi } from "./Status.ts"
 import { SubscriptionsApi } from "./Subscriptions.ts"
@@ -37,6 +38,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(RepoWebhooksApi)
   .add(PullRequestsApi)
   .add(CodeOwnersApi)
+  .add(RepositoryIssuesApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints
