@@ -135,7 +135,7 @@ export const treeOf = (objects: Objects, commit: string) =>
  * The tree of `commit` replayed onto `onto` (a cherry-pick): a three-way merge of `onto`'s
  * tree and `commit`'s tree with `commit`'s parent as the base. git 2.39's merge-tree has no
  * `--merge-base`, so the base is imposed through two throw-away commits sharing a root
- * commit of the parent's tree (they are never packed: nothing reachable names them).
+ * commit of the parent's tree (deleted from the quarantine afterwards: never stored).
  */
 export const cherryPickTree = (
   objects: Objects,
@@ -154,27 +154,45 @@ export const cherryPickTree = (
     const base = yield* make(input.parentTree, [])
     const ours = yield* make(input.ontoTree, [base])
     const theirs = yield* make(input.commit.tree, [base])
-    return yield* mergeTrees(objects, ours, theirs)
+    return yield* mergeTrees(objects, ours, theirs).pipe(
+      // Not part of the result: removed, so the quarantine's loose objects are exactly what is stored.
+      Effect.ensuring(Effect.promise(() => {
+        const dir = objects.env.GIT_OBJECT_DIRECTORY
+        if (dir === undefined) return Promise.resolve()
+        return Promise.all(
+          [base, ours, theirs].map((sha) => FsP.rm(Path.join(dir, sha.slice(0, 2), sha.slice(2)), { force: true }))
+        ).then(() => undefined)
+      }))
+    )
+  })
+
+/** Every loose object in the quarantine: what the merge wrote (trees, merged blobs, commits). */
+const looseObjects = (quarantine: Quarantine) =>
+  Effect.promise(async () => {
+    const root = Path.join(quarantine.dir, "objects")
+    const shas: Array<string> = []
+    for (const dir of await FsP.readdir(root)) {
+      if (!/^[0-9a-f]{2}$/.test(dir)) continue
+      for (const file of await FsP.readdir(Path.join(root, dir))) shas.push(`${dir}${file}`)
+    }
+    return shas
   })
 
 /**
- * Packs the objects `tip` adds over `exclude` (the target and the source heads) into the
- * quarantine, as a push's pack would be; `RefUpdates.apply` stores it with the ref update.
+ * Packs the objects the merge wrote into the quarantine (all of its loose objects: no
+ * history walk), as a push's pack would be; `RefUpdates.apply` checks that the new tip is
+ * connected and stores the pack with the ref update.
  */
-export const packNewObjects = (
-  repoDir: string,
-  quarantine: Quarantine,
-  tip: string,
-  exclude: ReadonlyArray<string>
-) =>
+export const packNewObjects = (repoDir: string, quarantine: Quarantine) =>
   Effect.gen(function*() {
     const packDir = Path.join(quarantine.dir, "objects", "pack")
     yield* Effect.promise(() => FsP.mkdir(packDir, { recursive: true }))
+    const shas = yield* looseObjects(quarantine)
     const out = yield* gitText({
       gitDir: repoDir,
       env: quarantine.env,
-      args: ["pack-objects", "--revs", "-q", Path.join(packDir, "pack")],
-      stdin: [tip, ...exclude.map((sha) => `^${sha}`)].join("\n") + "\n"
+      args: ["pack-objects", "-q", Path.join(packDir, "pack")],
+      stdin: shas.map((sha) => `${sha}\n`).join("")
     })
     const hash = out.trim()
     const name = `pack-${hash}`

@@ -7,8 +7,8 @@ import { ZERO_SHA } from "../git/PktLine.ts"
 import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import { ProtectedBranches, type RepoRecord } from "../git/Repositories.ts"
+import { closeReferenced } from "../repoIssues/IssueReferences.ts"
 import { BranchRules, type MergeActor, MergeInProgress, type MergePolicy } from "./BranchRules.ts"
-import { closingReferences, IssueCloser } from "./ClosingReferences.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { buildMergeCommit } from "./MergeStrategies.ts"
@@ -62,39 +62,30 @@ export class Merger extends Context.Service<Merger, {
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
 
-      const checksFor = (
+      /**
+       * What the checks read besides the merge itself: reviews, code owners, statuses, and
+       * the merged commits (their messages for `Fixes #n`, their signatures when required).
+       */
+      const gatherFacts = (
         repo: RepoRecord,
         row: PrRow,
         synced: SyncedRepo,
-        policy: MergePolicy,
-        input: { head: string; mergeable: boolean; conflicts: ReadonlyArray<string>; strategy: MergeStrategy }
+        target: string,
+        head: string,
+        policy: MergePolicy
       ) =>
         Effect.gen(function*() {
           const rules = yield* BranchRules
+          const facts = yield* Effect.all({
+            commits: commitsBetween({ dir: synced.dir, env: {} }, target, head).pipe(Effect.orDie),
+            reviews: withSql(gatherReviews(row.id)),
+            statuses: rules.latestStatuses(repo.id, head),
+            codeOwners: withSql(gatherCodeOwners(row.id))
+          }, { concurrency: "unbounded" })
           const unsigned = policy.requireSignedCommits
-            ? yield* Effect.flatMap(
-              commitsBetween(
-                { dir: synced.dir, env: {} },
-                refOf(synced, row.target_branch).pipe(
-                  Option.getOrElse(() => input.head)
-                ),
-                input.head
-              ).pipe(Effect.orDie),
-              (commits) => rules.unsignedCommits({ repo, gitDir: synced.dir, env: {}, shas: commits.map((c) => c.sha) })
-            )
+            ? yield* rules.unsignedCommits({ repo, gitDir: synced.dir, env: {}, shas: facts.commits.map((c) => c.sha) })
             : []
-          return evaluateChecks({
-            policy,
-            authorId: row.author_id,
-            headSha: input.head,
-            reviews: yield* withSql(gatherReviews(row.id)),
-            mergeable: input.mergeable,
-            conflicts: input.conflicts,
-            statuses: yield* rules.latestStatuses(repo.id, input.head),
-            unsignedCommits: unsigned,
-            codeOwners: yield* withSql(gatherCodeOwners(row.id)),
-            strategy: input.strategy
-          })
+          return { ...facts, unsigned }
         })
 
       /** One attempt: checks, commits, compare-and-swap of the target. */
@@ -118,7 +109,8 @@ export class Merger extends Context.Service<Merger, {
             return yield* withQuarantine(cache, synced, (quarantine) =>
               Effect.gen(function*() {
                 const objects = { dir: synced.dir, env: quarantine.env }
-                const built = yield* buildMergeCommit(objects, {
+                // The merge and the facts the checks read, side by side.
+                const building = buildMergeCommit(objects, {
                   strategy: options.strategy,
                   targetSha: target.value,
                   headSha: head.value,
@@ -133,15 +125,26 @@ export class Merger extends Context.Service<Merger, {
                   ),
                   Effect.orDie
                 )
-                const input = {
-                  head: head.value,
-                  mergeable: built.sha !== undefined,
-                  conflicts: built.conflicts,
-                  strategy: options.strategy
-                }
-                const full = yield* checksFor(repo, row, synced, policies.full, input)
+                const [built, facts] = yield* Effect.all([
+                  building,
+                  gatherFacts(repo, row, synced, target.value, head.value, policies.full)
+                ], { concurrency: 2 })
+                const checksUnder = (policy: MergePolicy) =>
+                  evaluateChecks({
+                    policy,
+                    authorId: row.author_id,
+                    headSha: head.value,
+                    reviews: facts.reviews,
+                    mergeable: built.sha !== undefined,
+                    conflicts: built.conflicts,
+                    statuses: facts.statuses,
+                    unsignedCommits: facts.unsigned,
+                    codeOwners: facts.codeOwners,
+                    strategy: options.strategy
+                  })
+                const full = checksUnder(policies.full)
                 if (!allPassed(full)) {
-                  const own = yield* checksFor(repo, row, synced, policies.forActor, input)
+                  const own = checksUnder(policies.forActor)
                   if (!allPassed(own) || actor === null || mergeActor === null) {
                     const failing = own.filter((c) => c.status !== "passed").map((c) => c.name)
                     return yield* new MergeBlocked({
@@ -161,7 +164,7 @@ export class Merger extends Context.Service<Merger, {
                   })
                 }
                 const sha = built.sha!
-                const packed = yield* packNewObjects(synced.dir, quarantine, sha, [target.value, head.value]).pipe(
+                const packed = yield* packNewObjects(synced.dir, quarantine).pipe(
                   Effect.orDie
                 )
                 const [result] = yield* refUpdates.apply({
@@ -177,8 +180,7 @@ export class Merger extends Context.Service<Merger, {
                   Effect.orDie
                 )
                 if (!result.ok) return yield* new RefRefused({ reason: result.reason ?? "refused" })
-                const merged = yield* commitsBetween(objects, target.value, head.value).pipe(Effect.orDie)
-                return { sha, message, head: head.value, commitMessages: merged.map((c) => c.message) }
+                return { sha, message, head: head.value, commitMessages: facts.commits.map((c) => c.message) }
               }))
           })).pipe(Effect.catchTag("GitStorageError", Effect.die))
 
@@ -236,16 +238,13 @@ export class Merger extends Context.Service<Merger, {
               yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, sender, { merged: true }))
             })).pipe(Effect.orDie)
             if (options.deleteBranch === true) yield* deleteSource(repo, row, head, mergedBy)
-            const numbers = closingReferences([row.title, row.body, message, ...commitMessages])
-            if (numbers.length > 0) {
-              const closer = yield* IssueCloser
-              yield* closer.closeReferenced({
-                repo,
-                numbers,
-                pullRequest: { id: row.id, number: row.number },
-                sender: { id: mergedBy.id, name: mergedBy.name }
-              })
-            }
+            // `Fixes #n` in the title, body, merge message or merged commits closes issue n.
+            yield* withSql(closeReferenced({
+              repo,
+              texts: [row.title, row.body, message, ...commitMessages],
+              pullRequest: { id: row.id, number: row.number },
+              actor: { id: mergedBy.id, name: mergedBy.name }
+            }))
             return { merged: true, sha, strategy: options.strategy, message }
           }
         }

@@ -1,19 +1,12 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { type ClosingInput, closingReferences, IssueCloser } from "../../services/pulls/ClosingReferences.ts"
 import { commit, gitClient } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { addMember, api, pushBranch, repoWithMain } from "./support.ts"
 
-/** What the merge hands to repository issues (the `Fixes #n` seam). */
-const closed: Array<ClosingInput> = []
-const closer = Context.make(IssueCloser, {
-  closeReferenced: (input: ClosingInput) => Effect.sync(() => void closed.push(input))
-}) as Context.Context<never>
-
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/pulls/CodeReview") {}
-const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(undefined, closer), (app) => ({ baseUrl: app.baseUrl })))
+const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl })))
 
 let counter = 0
 const slug = () => `review-${process.pid}-${++counter}`
@@ -90,28 +83,24 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Code 
       expect(second.body.requestedReviewers).toEqual([`dev-${counter}`, `docs-${counter}`].sort())
     }))
 
-  it.effect("`Fixes #n` in the title, body or commits is handed to repository issues after a merge", () =>
+  it.effect("`Fixes #n` in the title, body or commits closes those repository issues on merge", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
       const git = yield* gitClient
       const { dir, repo } = yield* repoWithMain(git, baseUrl, slug())
+      const issues = `${baseUrl}/api/v1/code/repos/${repo.slug}/${repo.name}/issues`
+      for (const title of ["one", "two", "three", "four"]) {
+        expect((yield* request(issues, { method: "POST", token: repo.key, body: { title } })).status).toBe(201)
+      }
       yield* git.ok(["checkout", "-q", "-b", "feature"], { cwd: dir })
-      yield* commit(git, dir, { "x.txt": "x\n" }, "Resolves #7 and closes #8")
+      yield* commit(git, dir, { "x.txt": "x\n" }, "Resolves #3")
       yield* git.ok(["push", "-q", "origin", "feature"], { cwd: dir })
       const pulls = api(baseUrl, repo)
-      expect((yield* pulls.create({ title: "Fix #3", body: "FIXES #5, see #6", sourceBranch: "feature" })).status)
-        .toBe(201)
-      expect((yield* pulls.merge(1)).status).toBe(200)
-      const call = closed.find((c) => c.repo.orgSlug === repo.slug)
-      expect(call?.numbers).toEqual([3, 5, 7, 8])
-      expect(call?.pullRequest.number).toBe(1)
-    }))
-})
-
-layer(Layer.empty)("closingReferences", (it) => {
-  it.effect("finds every keyword in any case, once each", () =>
-    Effect.sync(() => {
-      expect(closingReferences(["fixes #1", "Closed #2, resolve #3", "Fix: #4", "fixing #5", "#6 fixed", "fix #1"]))
-        .toEqual([1, 2, 3, 4])
+      const created = yield* pulls.create({ title: "Fix #1", body: "CLOSES #2, see #4", sourceBranch: "feature" })
+      expect(created.body.number).toBe(5)
+      expect((yield* pulls.merge(5)).status).toBe(200)
+      const states = yield* Effect.forEach([1, 2, 3, 4], (n) => request(`${issues}/${n}`, { token: repo.key }))
+      expect(states.map((r) => r.body.state)).toEqual(["closed", "closed", "closed", "open"])
+      expect(states[0].body.closedBy).toMatchObject({ id: created.body.id, number: 5 })
     }))
 })

@@ -1,6 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import type { SqlClient } from "effect/sql"
+import { SqlClient } from "effect/sql"
+import { publish } from "../../services/platform/Events.ts"
+import { CommitStatusEvent } from "../../services/pulls/BranchRules.ts"
 import { commit, gitClient } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually, stays } from "../support/wait.ts"
@@ -283,5 +285,38 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Pull 
       expect(log[0]).toMatchObject({ sha: merged.body.mergeCommitSha, parents: [t.mainBefore] })
       const remote = yield* t.git.ok(["ls-remote", "--heads", t.repo.url])
       expect(remote).not.toContain("refs/heads/feature")
+    }))
+
+  it.effect("a required status check blocks while pending and auto-merge merges when it succeeds", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* TestApp
+      const t = yield* diverged([{ "ci.txt": "ci\n" }])
+      rules.set(t.repo.slug, { requiredStatusChecks: ["ci/test"] })
+      const head = (yield* t.pulls.get(t.number)).body.headSha as string
+      const pending = yield* t.pulls.merge(t.number)
+      expect(pending.status).toBe(409)
+      expect(pending.body.checks.find((c: any) => c.name === "status_checks")).toMatchObject({ status: "pending" })
+      rules.setStatus(head, "ci/test", "failure")
+      const failing = yield* t.pulls.merge(t.number)
+      expect(failing.body.checks.find((c: any) => c.name === "status_checks")).toMatchObject({ status: "failed" })
+
+      const enabled = yield* request(t.pulls.url(`/${t.number}/auto-merge`), {
+        method: "PUT",
+        token: t.repo.key,
+        body: { strategy: "rebase" }
+      })
+      expect(enabled.status).toBe(200)
+      yield* stays(t.pulls.get(t.number), (r) => r.body.state === "open")
+      // The status turns green: its event re-evaluates the pull requests whose head it names.
+      rules.setStatus(head, "ci/test", "success")
+      const [{ orgId }] = yield* sql<
+        { orgId: string }
+      >`SELECT org_id AS "orgId" FROM repositories WHERE id = ${t.repo.id}`
+      yield* publish(
+        CommitStatusEvent.make(orgId, { repoId: t.repo.id, sha: head, context: "ci/test", state: "success" })
+      )
+        .pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+      const merged = yield* eventually("auto-merge on success", t.pulls.get(t.number), (r) => r.body.state === "merged")
+      expect(merged.body.mergeCommitSha).toMatch(/^[0-9a-f]{40}$/)
     }))
 })
