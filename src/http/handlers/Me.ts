@@ -4,13 +4,14 @@ import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { CanopyApi } from "../api/Api.ts"
 import { CurrentPrincipal } from "../api/Security.ts"
-import { dsnsFor } from "../sentry/Dsn.ts"
+import { dsnsForBase } from "../sentry/Dsn.ts"
 
 export const MeHandlers = HttpApiBuilder.group(
   CanopyApi,
   "me",
   Effect.fn(function*(handlers) {
     const { baseUrl } = yield* AppConfig
+    const dsnsFor = dsnsForBase(baseUrl)
     return handlers.handleAll({
       // The hottest authenticated route: the principal was built from typed rows, so the
       // body is serialised directly instead of being re-validated by the `Me` schema.
@@ -22,7 +23,7 @@ export const MeHandlers = HttpApiBuilder.group(
             user: { ...principal.user, role: principal.role },
             org: principal.org,
             scopes: principal.scopes,
-            ...dsnsFor(baseUrl, key, principal.org)
+            ...dsnsFor(key, principal.org)
           })
         })
     })
