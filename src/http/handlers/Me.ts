@@ -3,7 +3,8 @@ import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { CanopyApi } from "../api/Api.ts"
-import { CurrentPrincipal } from "../api/Security.ts"
+import { Authentication, CurrentPrincipal } from "../api/Security.ts"
+import { builtOn } from "../ApiRequestContext.ts"
 import { dsnsForBase } from "../sentry/Dsn.ts"
 
 export const MeHandlers = HttpApiBuilder.group(
@@ -28,4 +29,7 @@ export const MeHandlers = HttpApiBuilder.group(
         })
     })
   })
+).pipe(
+  // The hottest route: its endpoint merges a two-service context into each request, not the app's.
+  builtOn(AppConfig, Authentication)
 )
