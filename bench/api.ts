@@ -2,8 +2,8 @@
  * `npm run bench:api`: authenticated GET /api/v1/me through the whole stack (auth, the
  * organization's rate limiter, JSON) against the smallest Effect HTTP server answering the
  * same JSON (the framework's floor) and a bare node:http server, all driven by autocannon
- * on loopback in the same run; then the limiter alone.
- * Env: DURATION (default 10), CONNECTIONS (default 50).
+ * on loopback in the same run, taking turns in ROUNDS slices; then the limiter alone.
+ * Env: DURATION (seconds per server, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
  */
 import { NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
@@ -12,10 +12,32 @@ import { SqlClient } from "effect/sql"
 import { Database } from "../services/platform/Database.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { RequestQuota } from "../src/http/RequestQuota.ts"
-import { freePort, load, percentile, printTable, startCanopyOnEmbeddedPostgres, startProcess, stop } from "./support.ts"
+import {
+  freePort,
+  load,
+  type LoadResult,
+  percentile,
+  printTable,
+  startCanopyOnEmbeddedPostgres,
+  startProcess,
+  stop
+} from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
 const connections = Number(process.env.CONNECTIONS ?? 50)
+const rounds = Number(process.env.ROUNDS ?? 5)
+
+/** Slices of one server's load as one result: mean rate and median latencies, worst p99. */
+const combine = (results: ReadonlyArray<LoadResult>): LoadResult => {
+  const sorted = (pick: (result: LoadResult) => number) => results.map(pick).sort((a, b) => a - b)
+  return {
+    requestsPerSecond: results.reduce((sum, result) => sum + result.requestsPerSecond, 0) / results.length,
+    p50: percentile(sorted((result) => result.p50), 50),
+    p99: Math.max(...results.map((result) => result.p99)),
+    non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
+    errors: results.reduce((sum, result) => sum + result.errors, 0)
+  }
+}
 
 const main = async () => {
   const { admin, base, canopy, close, pg } = await startCanopyOnEmbeddedPostgres()
@@ -26,31 +48,40 @@ const main = async () => {
   const headers = { authorization: `Bearer ${key}` }
   const body = await fetch(`${base}/api/v1/me`, { headers }).then((r) => r.text())
 
-  await load(`${base}/api/v1/me`, { headers, seconds: 2, connections })
-  const canopyResult = await load(`${base}/api/v1/me`, { headers, seconds, connections })
-  // The same server's unauthenticated /healthz: the floor set by the HTTP framework itself.
-  const floorResult = await load(`${base}/healthz`, { seconds, connections })
-  await stop(canopy)
-
   const floorPort = await freePort()
   const effectFloor = await startProcess(
     "bench/effect-floor-server.ts",
     { PORT: String(floorPort), BODY: body },
     `http://127.0.0.1:${floorPort}/`
   )
-  await load(`http://127.0.0.1:${floorPort}/`, { seconds: 2, connections })
-  const effectFloorResult = await load(`http://127.0.0.1:${floorPort}/`, { seconds, connections })
-  await stop(effectFloor)
-
   const barePort = await freePort()
   const bare = await startProcess(
     "bench/bare-server.ts",
     { PORT: String(barePort), BODY: body },
     `http://127.0.0.1:${barePort}/`
   )
-  await load(`http://127.0.0.1:${barePort}/`, { seconds: 2, connections })
-  const bareResult = await load(`http://127.0.0.1:${barePort}/`, { seconds, connections })
-  await stop(bare)
+  const targets = {
+    canopy: { url: `${base}/api/v1/me`, headers },
+    healthz: { url: `${base}/healthz`, headers: {} },
+    effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {} },
+    bare: { url: `http://127.0.0.1:${barePort}/`, headers: {} }
+  }
+  for (const target of Object.values(targets)) await load(target.url, { ...target, seconds: 2, connections })
+  // The servers take turns in short slices, so a change in the (shared) machine's load
+  // falls on all of them alike instead of on whichever ran at that moment.
+  const slices: Record<keyof typeof targets, Array<LoadResult>> = { canopy: [], healthz: [], effectFloor: [], bare: [] }
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, target] of Object.entries(targets)) {
+      slices[name as keyof typeof targets].push(
+        await load(target.url, { ...target, seconds: seconds / rounds, connections })
+      )
+    }
+  }
+  await Promise.all([stop(canopy), stop(effectFloor), stop(bare)])
+  const canopyResult = combine(slices.canopy)
+  const floorResult = combine(slices.healthz)
+  const effectFloorResult = combine(slices.effectFloor)
+  const bareResult = combine(slices.bare)
 
   // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
   const limiterLatencies = await Effect.runPromise(Effect.scoped(
@@ -81,7 +112,9 @@ const main = async () => {
 
   await close()
 
-  console.log(`\nGET /api/v1/me, ${connections} connections, ${seconds} s each, autocannon on loopback\n`)
+  console.log(
+    `\nGET /api/v1/me, ${connections} connections, ${seconds} s each in ${rounds} alternating slices, autocannon on loopback\n`
+  )
   const row = (server: string, result: typeof canopyResult) => ({
     server,
     "req/s": result.requestsPerSecond,

@@ -51,9 +51,12 @@ export const load = (
     })
   })
 
+/** Extra Node flags for the servers a benchmark starts, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`. */
+const serverNodeArgs = (process.env.SERVER_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg.length > 0)
+
 /** Starts a TypeScript entry point with this project's Node and waits until `readyUrl` answers. */
 export const startProcess = async (entry: string, env: Record<string, string>, readyUrl: string) => {
-  const child = spawn("node_modules/.bin/node", ["--import", "tsx", entry], {
+  const child = spawn("node_modules/.bin/node", [...serverNodeArgs, "--import", "tsx", entry], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })

@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
 import { CanopyApi } from "./api/Api.ts"
+import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { AdminHandlers } from "./handlers/Admin.ts"
@@ -52,7 +53,8 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(CodeOwnersHandlers),
   Layer.provide(RepositoryIssuesHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
-  Layer.provide([RequestQuota.layer, PublicRateLimit.layer])
+  Layer.provide([RequestQuota.layer, PublicRateLimit.layer]),
+  Layer.provide(ApiRequestContext)
 )
 
 /** Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it. */

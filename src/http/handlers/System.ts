@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
 import { CanopyApi } from "../api/Api.ts"
+import { builtOn } from "../ApiRequestContext.ts"
 
 export const SystemHandlers = HttpApiBuilder.group(
   CanopyApi,
@@ -20,4 +21,7 @@ export const SystemHandlers = HttpApiBuilder.group(
         )
     })
   })
+).pipe(
+  // Probed often (load balancers, orchestrators): merges one service into each request, not the app's.
+  builtOn(SqlClient.SqlClient)
 )

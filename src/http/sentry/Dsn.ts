@@ -10,9 +10,16 @@ export const dsnsFor = (
   baseUrl: string,
   key: string,
   org: Pick<Organization, "slug" | "projectId">
-): { readonly dsn?: string; readonly sentryDsn?: string } => {
-  if (!URL.canParse(baseUrl)) return {}
+): { readonly dsn?: string; readonly sentryDsn?: string } => dsnsForBase(baseUrl)(key, org)
+
+/** `dsnsFor` with `BASE_URL` parsed once (GET /api/v1/me answers it on every call). */
+export const dsnsForBase = (baseUrl: string) => {
+  if (!URL.canParse(baseUrl)) return (): { readonly dsn?: string; readonly sentryDsn?: string } => ({})
   const base = new URL(baseUrl)
-  const prefix = `${base.protocol}//${key}@${base.host}${base.pathname.replace(/\/+$/, "")}`
-  return { dsn: `${prefix}/${org.slug}`, sentryDsn: `${prefix}/${org.projectId}` }
+  const scheme = `${base.protocol}//`
+  const hostAndPath = `${base.host}${base.pathname.replace(/\/+$/, "")}`
+  return (key: string, org: Pick<Organization, "slug" | "projectId">) => {
+    const prefix = `${scheme}${key}@${hostAndPath}`
+    return { dsn: `${prefix}/${org.slug}`, sentryDsn: `${prefix}/${org.projectId}` }
+  }
 }
