@@ -3,7 +3,8 @@ import { spawn } from "node:child_process"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
 import { GitCommandError, gitEnv, gitText } from "../git/GitProcess.ts"
-import { indexObjectCount, type Quarantine } from "../git/Quarantine.ts"
+import { packLooseObjects } from "../git/LoosePack.ts"
+import type { Quarantine } from "../git/Quarantine.ts"
 
 /**
  * Server-side merges with the `git` binary (GUIDE §11): merge-ort through
@@ -181,28 +182,13 @@ const looseObjects = (quarantine: Quarantine) =>
 /**
  * Packs the objects the merge wrote into the quarantine (all of its loose objects: no
  * history walk), as a push's pack would be; `RefUpdates.apply` checks that the new tip is
- * connected and stores the pack with the ref update.
+ * connected and stores the pack with the ref update. Written in process (`LoosePack`):
+ * a handful of objects, no deltas, no git process to start.
  */
-export const packNewObjects = (repoDir: string, quarantine: Quarantine) =>
+export const packNewObjects = (quarantine: Quarantine) =>
   Effect.gen(function*() {
-    const packDir = Path.join(quarantine.dir, "objects", "pack")
-    yield* Effect.promise(() => FsP.mkdir(packDir, { recursive: true }))
+    const objectsDir = Path.join(quarantine.dir, "objects")
     const shas = yield* looseObjects(quarantine)
-    const out = yield* gitText({
-      gitDir: repoDir,
-      env: quarantine.env,
-      args: ["pack-objects", "-q", Path.join(packDir, "pack")],
-      stdin: shas.map((sha) => `${sha}\n`).join("")
-    })
-    const hash = out.trim()
-    const name = `pack-${hash}`
-    const packPath = Path.join(packDir, `${name}.pack`)
-    const idxPath = Path.join(packDir, `${name}.idx`)
-    const [packStat, idxStat, objects] = yield* Effect.promise(() =>
-      Promise.all([FsP.stat(packPath), FsP.stat(idxPath), indexObjectCount(idxPath)])
-    )
-    return {
-      ...quarantine,
-      pack: { name, packPath, idxPath, objects, packBytes: packStat.size, idxBytes: idxStat.size }
-    } satisfies Quarantine
+    const pack = yield* Effect.promise(() => packLooseObjects(objectsDir, shas, Path.join(objectsDir, "pack")))
+    return { ...quarantine, pack } satisfies Quarantine
   })
