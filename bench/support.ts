@@ -53,7 +53,9 @@ export const load = (
 
 /** Starts a TypeScript entry point with this project's Node and waits until `readyUrl` answers. */
 export const startProcess = async (entry: string, env: Record<string, string>, readyUrl: string) => {
-  const child = spawn("node_modules/.bin/node", ["--import", "tsx", entry], {
+  // SERVER_NODE_ARGS: extra Node flags for the server (e.g. `--cpu-prof --cpu-prof-dir=prof`).
+  const nodeArgs = (process.env.SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "")
+  const child = spawn("node_modules/.bin/node", [...nodeArgs, "--import", "tsx", entry], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
