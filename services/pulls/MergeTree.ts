@@ -3,6 +3,7 @@ import { spawn } from "node:child_process"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
 import { GitCommandError, gitEnv, gitText } from "../git/GitProcess.ts"
+import { writeLooseCommit } from "../git/LooseCommit.ts"
 import { packLooseObjects } from "../git/LoosePack.ts"
 import type { Quarantine } from "../git/Quarantine.ts"
 
@@ -67,7 +68,11 @@ const identityEnv = (author: GitIdentity, committer: GitIdentity): Record<string
   ...(committer.date === undefined ? {} : { GIT_COMMITTER_DATE: committer.date })
 })
 
-/** Writes a commit of `tree` with `parents`; returns its id. */
+/**
+ * Writes a commit of `tree` with `parents`; returns its id. Into a quarantine it is written
+ * in process (`LooseCommit`) when git would store the identities as given; otherwise by
+ * `git commit-tree`.
+ */
 export const commitTree = (
   objects: Objects,
   input: {
@@ -78,12 +83,19 @@ export const commitTree = (
     readonly committer: GitIdentity
   }
 ) =>
-  gitText({
-    gitDir: objects.dir,
-    env: { ...objects.env, ...identityEnv(input.author, input.committer) },
-    args: ["commit-tree", input.tree, ...input.parents.flatMap((parent) => ["-p", parent])],
-    stdin: input.message.endsWith("\n") ? input.message : `${input.message}\n`
-  }).pipe(Effect.map((out) => out.trim()))
+  Effect.gen(function*() {
+    const objectsDir = objects.env.GIT_OBJECT_DIRECTORY
+    const written = objectsDir === undefined ?
+      undefined :
+      yield* Effect.promise(() => writeLooseCommit(objectsDir, input))
+    if (written !== undefined) return written
+    return yield* gitText({
+      gitDir: objects.dir,
+      env: { ...objects.env, ...identityEnv(input.author, input.committer) },
+      args: ["commit-tree", input.tree, ...input.parents.flatMap((parent) => ["-p", parent])],
+      stdin: input.message.endsWith("\n") ? input.message : `${input.message}\n`
+    }).pipe(Effect.map((out) => out.trim()))
+  })
 
 export interface CommitInfo {
   readonly sha: string
