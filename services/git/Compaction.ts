@@ -19,15 +19,42 @@ export interface StorageUsage {
   readonly lfsBytes: number
 }
 
+/** Packs grow geometrically (each at least this many times the next smaller): git's `--geometric=2`. */
+const GEOMETRIC_FACTOR = 2
+
+/**
+ * The packs to roll into one, git's `repack --geometric` split: the smallest packs up to the
+ * point from which every pack is at least `GEOMETRIC_FACTOR` times the previous, then each
+ * next pack as long as it is smaller than the factor times the rolled-up total. A repository
+ * with one big pack and many small pushed ones rewrites only the small ones.
+ */
+export const rollUp = (listed: ReadonlyArray<{ readonly name: string; readonly bytes: number }>) => {
+  const sorted = [...listed].sort((a, b) => a.bytes - b.bytes)
+  let split = 0
+  for (let i = sorted.length - 1; i > 0; i--) {
+    if (sorted[i].bytes < GEOMETRIC_FACTOR * sorted[i - 1].bytes) {
+      split = i + 1
+      break
+    }
+  }
+  let total = sorted.slice(0, split).reduce((sum, pack) => sum + pack.bytes, 0)
+  while (split < sorted.length && sorted[split].bytes < GEOMETRIC_FACTOR * total) {
+    total += sorted[split].bytes
+    split++
+  }
+  return sorted.slice(0, split).map((pack) => pack.name)
+}
+
 const failed = (message: string) => (cause: unknown) => new GitStorageError({ message, cause })
 
 /**
  * Repository maintenance, run by the repository entity (one at a time per repository):
  *
  * - `compact`: when a repository has at least `minPacks` packs (every push adds one),
- *   `git repack -a -d -k` over the runner's synced copy writes one pack with fresh deltas
- *   (keeping unreachable objects: a push may be about to reference them), which is uploaded
- *   and swapped for exactly the packs it was made from in one transaction. Packs pushed
+ *   the small packs (git's geometric split, `rollUp`) are rewritten into one with
+ *   `git pack-objects --stdin-packs` over the runner's synced copy (keeping unreachable
+ *   objects: a push may be about to reference them; the big packs are not read), which is
+ *   uploaded and swapped for exactly the packs it was made from in one transaction. Packs pushed
  *   meanwhile stay listed. The cache lock is held throughout so no sync drops the new pack
  *   before it is recorded.
  * - `recount`: recomputes `pack_bytes` and `lfs_bytes` from the rows (the writers keep
@@ -59,17 +86,26 @@ export class Compaction extends Context.Service<Compaction, {
         }
         return yield* cache.exclusive(repo.value, (synced) =>
           Effect.gen(function*() {
-            const replaced = (yield* packs.list(repoId)).map((pack) => pack.name)
-            yield* runGit({ gitDir: synced.dir, args: ["repack", "-a", "-d", "-k", "-q", "--no-write-bitmap-index"] })
-              .pipe(Effect.mapError(failed("git repack failed")))
-            const packDir = Path.join(synced.dir, "objects", "pack")
-            const files = yield* Effect.tryPromise({ try: () => FsP.readdir(packDir), catch: failed("list packs") })
-            const fresh = files.map((file) => /^(pack-[0-9a-f]{40})\.pack$/.exec(file)?.[1])
-              .filter((name): name is string => name !== undefined && !replaced.includes(name))
-            if (fresh.length !== 1) {
-              return { compacted: false, packsBefore: replaced.length, packsAfter: replaced.length }
+            const current = yield* packs.list(repoId)
+            const replaced = rollUp(current)
+            if (replaced.length < 2) {
+              return { compacted: false, packsBefore: current.length, packsAfter: current.length }
             }
-            const name = fresh[0]
+            // Only the rolled-up packs are read and rewritten (all their objects, reachable or
+            // not: a push may be about to reference them); the big ones are left alone.
+            const written = yield* runGit({
+              gitDir: synced.dir,
+              args: ["pack-objects", "-q", "--stdin-packs", Path.join(synced.dir, "objects", "pack", "pack")],
+              stdin: [
+                ...replaced.map((name) => `${name}.pack\n`),
+                ...current.filter((pack) => !replaced.includes(pack.name)).map((pack) => `^${pack.name}.pack\n`)
+              ].join("")
+            }).pipe(Effect.mapError(failed("git pack-objects failed")))
+            const packDir = Path.join(synced.dir, "objects", "pack")
+            const name = `pack-${written.toString("utf8").trim()}`
+            if (!/^pack-[0-9a-f]{40}$/.test(name) || current.some((pack) => pack.name === name)) {
+              return { compacted: false, packsBefore: current.length, packsAfter: current.length }
+            }
             const packPath = Path.join(packDir, `${name}.pack`)
             const idxPath = Path.join(packDir, `${name}.idx`)
             const [pack, idx] = yield* Effect.tryPromise({
@@ -86,7 +122,7 @@ export class Compaction extends Context.Service<Compaction, {
               idxBytes: idx.size
             })
             const after = yield* packs.list(repoId)
-            return { compacted: true, packsBefore: replaced.length, packsAfter: after.length }
+            return { compacted: true, packsBefore: current.length, packsAfter: after.length }
           }))
       })
 

@@ -3,7 +3,9 @@ import { spawn } from "node:child_process"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
 import { GitCommandError, gitEnv, gitText } from "../git/GitProcess.ts"
-import { indexObjectCount, type Quarantine } from "../git/Quarantine.ts"
+import { writeLooseCommit } from "../git/LooseCommit.ts"
+import { packLooseObjects } from "../git/LoosePack.ts"
+import type { Quarantine } from "../git/Quarantine.ts"
 
 /**
  * Server-side merges with the `git` binary (GUIDE §11): merge-ort through
@@ -66,7 +68,11 @@ const identityEnv = (author: GitIdentity, committer: GitIdentity): Record<string
   ...(committer.date === undefined ? {} : { GIT_COMMITTER_DATE: committer.date })
 })
 
-/** Writes a commit of `tree` with `parents`; returns its id. */
+/**
+ * Writes a commit of `tree` with `parents`; returns its id. Into a quarantine it is written
+ * in process (`LooseCommit`) when git would store the identities as given; otherwise by
+ * `git commit-tree`.
+ */
 export const commitTree = (
   objects: Objects,
   input: {
@@ -77,12 +83,19 @@ export const commitTree = (
     readonly committer: GitIdentity
   }
 ) =>
-  gitText({
-    gitDir: objects.dir,
-    env: { ...objects.env, ...identityEnv(input.author, input.committer) },
-    args: ["commit-tree", input.tree, ...input.parents.flatMap((parent) => ["-p", parent])],
-    stdin: input.message.endsWith("\n") ? input.message : `${input.message}\n`
-  }).pipe(Effect.map((out) => out.trim()))
+  Effect.gen(function*() {
+    const objectsDir = objects.env.GIT_OBJECT_DIRECTORY
+    const written = objectsDir === undefined ?
+      undefined :
+      yield* Effect.promise(() => writeLooseCommit(objectsDir, input))
+    if (written !== undefined) return written
+    return yield* gitText({
+      gitDir: objects.dir,
+      env: { ...objects.env, ...identityEnv(input.author, input.committer) },
+      args: ["commit-tree", input.tree, ...input.parents.flatMap((parent) => ["-p", parent])],
+      stdin: input.message.endsWith("\n") ? input.message : `${input.message}\n`
+    }).pipe(Effect.map((out) => out.trim()))
+  })
 
 export interface CommitInfo {
   readonly sha: string
@@ -181,28 +194,13 @@ const looseObjects = (quarantine: Quarantine) =>
 /**
  * Packs the objects the merge wrote into the quarantine (all of its loose objects: no
  * history walk), as a push's pack would be; `RefUpdates.apply` checks that the new tip is
- * connected and stores the pack with the ref update.
+ * connected and stores the pack with the ref update. Written in process (`LoosePack`):
+ * a handful of objects, no deltas, no git process to start.
  */
-export const packNewObjects = (repoDir: string, quarantine: Quarantine) =>
+export const packNewObjects = (quarantine: Quarantine) =>
   Effect.gen(function*() {
-    const packDir = Path.join(quarantine.dir, "objects", "pack")
-    yield* Effect.promise(() => FsP.mkdir(packDir, { recursive: true }))
+    const objectsDir = Path.join(quarantine.dir, "objects")
     const shas = yield* looseObjects(quarantine)
-    const out = yield* gitText({
-      gitDir: repoDir,
-      env: quarantine.env,
-      args: ["pack-objects", "-q", Path.join(packDir, "pack")],
-      stdin: shas.map((sha) => `${sha}\n`).join("")
-    })
-    const hash = out.trim()
-    const name = `pack-${hash}`
-    const packPath = Path.join(packDir, `${name}.pack`)
-    const idxPath = Path.join(packDir, `${name}.idx`)
-    const [packStat, idxStat, objects] = yield* Effect.promise(() =>
-      Promise.all([FsP.stat(packPath), FsP.stat(idxPath), indexObjectCount(idxPath)])
-    )
-    return {
-      ...quarantine,
-      pack: { name, packPath, idxPath, objects, packBytes: packStat.size, idxBytes: idxStat.size }
-    } satisfies Quarantine
+    const pack = yield* Effect.promise(() => packLooseObjects(objectsDir, shas, Path.join(objectsDir, "pack")))
+    return { ...quarantine, pack } satisfies Quarantine
   })

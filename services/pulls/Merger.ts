@@ -164,7 +164,7 @@ export class Merger extends Context.Service<Merger, {
                   })
                 }
                 const sha = built.sha!
-                const packed = yield* packNewObjects(synced.dir, quarantine).pipe(
+                const packed = yield* packNewObjects(quarantine).pipe(
                   Effect.orDie
                 )
                 const [result] = yield* refUpdates.apply({
