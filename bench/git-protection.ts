@@ -7,27 +7,14 @@
  *
  * Env: PROTECTION_ROUNDS (default 5), PROTECTION_COMMITS (default 100).
  */
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { run } from "./git-repo.ts"
+import { run, runCommand } from "./git-repo.ts"
 
 const ROUNDS = Number(process.env.PROTECTION_ROUNDS || 5)
 const COMMITS = Number(process.env.PROTECTION_COMMITS || 100)
 
-const exec = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) =>
-  new Promise<string>((resolve, reject) => {
-    const child = spawn(command, args, { env })
-    const out: Array<Buffer> = []
-    const err: Array<Buffer> = []
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
-    child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
-    child.on("close", (code) =>
-      code === 0
-        ? resolve(Buffer.concat(out).toString("utf8"))
-        : reject(new Error(`${command} ${args.join(" ")}: ${Buffer.concat(err).toString("utf8")}`)))
-    child.stdin.end()
-  })
+const exec = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEnv) => runCommand(command, args, env)
 
 const median = (values: ReadonlyArray<number>) => {
   const sorted = [...values].sort((a, b) => a - b)

@@ -71,10 +71,16 @@ export const generateRepository = async (
   return Number(/in-pack: (\d+)/.exec(count)?.[1] ?? 0)
 }
 
-/** Runs git and resolves with its stdout; rejects with its stderr on failure. */
-export const run = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, input?: Buffer, cwd?: string) =>
+/** Runs a command and resolves with its stdout; rejects with its stderr on failure. */
+export const runCommand = (
+  command: string,
+  args: ReadonlyArray<string>,
+  env: NodeJS.ProcessEnv,
+  input?: Buffer,
+  cwd?: string
+) =>
   new Promise<string>((resolve, reject) => {
-    const child = spawn("git", args, { env, cwd })
+    const child = spawn(command, args, { env, cwd })
     const out: Array<Buffer> = []
     const err: Array<Buffer> = []
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
@@ -82,6 +88,10 @@ export const run = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, input?:
     child.on("close", (code) =>
       code === 0
         ? resolve(Buffer.concat(out).toString("utf8"))
-        : reject(new Error(`git ${args.join(" ")}: ${Buffer.concat(err).toString("utf8")}`)))
+        : reject(new Error(`${command} ${args.join(" ")}: ${Buffer.concat(err).toString("utf8")}`)))
     child.stdin.end(input)
   })
+
+/** Runs git and resolves with its stdout; rejects with its stderr on failure. */
+export const run = (args: ReadonlyArray<string>, env: NodeJS.ProcessEnv, input?: Buffer, cwd?: string) =>
+  runCommand("git", args, env, input, cwd)
