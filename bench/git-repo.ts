@@ -71,6 +71,19 @@ export const generateRepository = async (
   return Number(/in-pack: (\d+)/.exec(count)?.[1] ?? 0)
 }
 
+/** A git environment isolated from the machine's configuration, with a home of its own and one identity. */
+export const isolatedGitEnv = (home: string, name: string, email: string): NodeJS.ProcessEnv => ({
+  PATH: process.env.PATH,
+  HOME: home,
+  GIT_CONFIG_NOSYSTEM: "1",
+  GIT_CONFIG_GLOBAL: "/dev/null",
+  GIT_TERMINAL_PROMPT: "0",
+  GIT_AUTHOR_NAME: name,
+  GIT_AUTHOR_EMAIL: email,
+  GIT_COMMITTER_NAME: name,
+  GIT_COMMITTER_EMAIL: email
+})
+
 /** Runs a command and resolves with its stdout; rejects with its stderr on failure. */
 export const runCommand = (
   command: string,

@@ -24,7 +24,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { benchProtection } from "./git-protection.ts"
-import { generateRepository, run } from "./git-repo.ts"
+import { generateRepository, isolatedGitEnv, run } from "./git-repo.ts"
 import { freePort, printTable, startProcess, stop } from "./support.ts"
 
 const env = (name: string, fallback: number) => Number(process.env[name] || fallback)
@@ -109,17 +109,7 @@ const main = async () => {
   Fs.chmodSync(dir, 0o755)
   const home = Path.join(dir, "home")
   Fs.mkdirSync(home)
-  const gitEnv: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: home,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "Bench",
-    GIT_AUTHOR_EMAIL: "bench@example.com",
-    GIT_COMMITTER_NAME: "Bench",
-    GIT_COMMITTER_EMAIL: "bench@example.com"
-  }
+  const gitEnv = isolatedGitEnv(home, "Bench", "bench@example.com")
   const source = Path.join(dir, "source.git")
   const started = Date.now()
   const objects = await generateRepository(source, { commits: COMMITS, files: FILES, largeFiles: LARGE, env: gitEnv })

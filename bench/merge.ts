@@ -11,7 +11,7 @@
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { generateRepository, run } from "./git-repo.ts"
+import { generateRepository, isolatedGitEnv, run } from "./git-repo.ts"
 import { percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
 
 const env = (name: string, fallback: number) => Number(process.env[name] || fallback)
@@ -110,17 +110,7 @@ const main = async () => {
   const dir = canopy.dir
   const home = Path.join(dir, "home")
   Fs.mkdirSync(home)
-  const gitEnv: NodeJS.ProcessEnv = {
-    PATH: process.env.PATH,
-    HOME: home,
-    GIT_CONFIG_NOSYSTEM: "1",
-    GIT_CONFIG_GLOBAL: "/dev/null",
-    GIT_TERMINAL_PROMPT: "0",
-    GIT_AUTHOR_NAME: "Merger",
-    GIT_AUTHOR_EMAIL: "merger@example.com",
-    GIT_COMMITTER_NAME: "Merger",
-    GIT_COMMITTER_EMAIL: "merger@example.com"
-  }
+  const gitEnv = isolatedGitEnv(home, "Merger", "merger@example.com")
   try {
     const source = Path.join(dir, "source.git")
     let started = Date.now()
