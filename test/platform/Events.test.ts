@@ -229,16 +229,20 @@ describe("Events", () => {
       )
 
       // Transaction 1 publishes first but commits late; transaction 2 publishes meanwhile.
+      const slowPublished = yield* Deferred.make<void>()
+      const release = yield* Deferred.make<void>()
       const slow = yield* runner.run(Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
         const events = yield* Events
         yield* sql.withTransaction(Effect.gen(function*() {
           yield* events.publish({ type: "slow", data: {} })
-          yield* Effect.sleep("700 millis")
+          yield* Deferred.succeed(slowPublished, undefined)
+          yield* Deferred.await(release)
         }))
       })).pipe(Effect.forkChild)
-      yield* Effect.sleep("150 millis")
+      yield* Deferred.await(slowPublished)
       yield* runner.run(publishCommitted("fast", {}))
+      yield* Deferred.succeed(release, undefined)
       yield* Fiber.join(slow)
 
       const first = yield* takeWithin(live)
