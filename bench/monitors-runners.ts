@@ -1,0 +1,99 @@
+import { Effect } from "effect"
+import type { SqlClient } from "effect/sql"
+import type { ChildProcess } from "node:child_process"
+import * as Crypto from "node:crypto"
+import * as Fs from "node:fs"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { freePort, startProcess, stop } from "./support.ts"
+
+/**
+ * `bench:monitors`' Canopy processes (`src/main.ts`) on one database: a single embedded-style
+ * runner, or `count` runners in multi-runner mode (each its own HTTP port, runner socket and
+ * `REGION`, so heartbeats name the runner that checked them), as README "Multi-runner mode".
+ */
+
+export interface Runners {
+  readonly processes: ReadonlyArray<ChildProcess>
+  /** `REGION` of runner i, written on the heartbeats it records. */
+  readonly regions: ReadonlyArray<string>
+  readonly close: () => Promise<void>
+}
+
+export const startRunners = async (options: {
+  readonly databaseUrl: string
+  readonly count: number
+  /** Socket runners (RUNNER_ADDRESS) even for one runner, to compare like with like. */
+  readonly cluster: boolean
+}): Promise<Runners> => {
+  const processes: Array<ChildProcess> = []
+  const dataDirs: Array<string> = []
+  const regions: Array<string> = []
+  // Runners of one cluster share the master key (README "Multi-runner mode").
+  const masterKey = Crypto.randomBytes(32).toString("hex")
+  const close = async () => {
+    await Promise.all(processes.map(stop))
+    for (const dir of dataDirs) Fs.rmSync(dir, { recursive: true, force: true })
+  }
+  try {
+    // One after the other: the first runs the migrations before the next joins.
+    for (let i = 1; i <= options.count; i++) {
+      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-data-"))
+      dataDirs.push(dataDir)
+      const region = options.count > 1 ? `bench-${i}` : "bench"
+      const port = await freePort()
+      const cluster = options.cluster || options.count > 1
+      processes.push(
+        await startProcess("src/main.ts", {
+          DATABASE_URL: options.databaseUrl,
+          PORT: String(port),
+          HOST: "127.0.0.1",
+          DATA_DIR: dataDir,
+          ADMIN_TOKEN: "adm_bench_monitors",
+          MASTER_KEY: masterKey,
+          OUTBOUND_ALLOW_PRIVATE: "true",
+          REGION: region,
+          ...(cluster ? { RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` } : {})
+        }, `http://127.0.0.1:${port}/readyz`)
+      )
+      regions.push(region)
+    }
+    return { processes, regions, close }
+  } catch (error) {
+    await close()
+    throw error
+  }
+}
+
+// The namespace of effect/cluster's shard advisory locks (SqlRunnerStorage, table prefix
+// "cluster"): FNV-1a of "effect-cluster:cluster", shown unsigned in pg_locks.classid.
+const shardLockNamespace = (() => {
+  const bytes = new TextEncoder().encode("effect-cluster:cluster")
+  let hash = 0x811c9dc5
+  for (const byte of bytes) hash = Math.imul(hash ^ byte, 0x01000193)
+  return hash >>> 0
+})()
+
+/**
+ * Waits until `count` lock sessions (one per runner) each hold at least 80% of an even share
+ * of the shards, and that split holds for two polls in a row.
+ */
+export const waitForShardsSpread = (sql: SqlClient.SqlClient, count: number, timeoutMs = 120_000) =>
+  Effect.gen(function*() {
+    const deadline = Date.now() + timeoutMs
+    let steady = 0
+    while (true) {
+      const held = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM pg_locks
+        WHERE locktype = 'advisory' AND granted AND objsubid = 2 AND classid = ${shardLockNamespace}::oid
+        GROUP BY pid`
+      const total = held.reduce((sum, row) => sum + row.n, 0)
+      const spread = total > 0 && held.length === count && held.every((row) => row.n >= (0.8 * total) / count)
+      steady = spread ? steady + 1 : 0
+      if (steady >= 2) return held.map((row) => row.n)
+      if (Date.now() > deadline) {
+        return yield* Effect.die(new Error(`shards not spread over ${count} runners: ${JSON.stringify(held)}`))
+      }
+      yield* Effect.sleep("1 second")
+    }
+  })
