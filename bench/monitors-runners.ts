@@ -97,3 +97,28 @@ export const waitForShardsSpread = (sql: SqlClient.SqlClient, count: number, tim
       yield* Effect.sleep("1 second")
     }
   })
+
+/**
+ * Samples what Canopy's Postgres sessions wait for (pg_stat_activity, every 200 ms) while
+ * `active()`: the average number of sessions seen in each wait (`CPU` when running), e.g.
+ * `Lock:object` (the database-wide lock a NOTIFYing transaction holds through its commit),
+ * `LWLock:WALWrite` or `IO:WalSync`.
+ */
+export const sampleWaits = (sql: SqlClient.SqlClient, active: () => boolean) =>
+  Effect.gen(function*() {
+    const counts = new Map<string, number>()
+    let samples = 0
+    while (active()) {
+      const rows = yield* sql<{ wait: string; n: number }>`
+        SELECT coalesce(wait_event_type || ':' || wait_event, 'CPU') AS wait, count(*)::int AS n
+        FROM pg_stat_activity
+        WHERE datname = current_database() AND state = 'active' AND pid <> pg_backend_pid()
+          AND coalesce(wait_event_type, '') NOT IN ('Client', 'Activity')
+        GROUP BY 1`
+      samples++
+      for (const row of rows) counts.set(row.wait, (counts.get(row.wait) ?? 0) + row.n)
+      yield* Effect.sleep("200 millis")
+    }
+    return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6)
+      .map(([wait, n]) => `${wait} ${(n / Math.max(1, samples)).toFixed(2)}`).join(", ")
+  })

@@ -32,7 +32,7 @@ import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { runBaseline } from "./monitors-baseline.ts"
 import { FREQUENCY, type Lateness, meetsGoal, type Row, type RunResult, runResult, toRows } from "./monitors-results.ts"
-import { startRunners, waitForShardsSpread } from "./monitors-runners.ts"
+import { sampleWaits, startRunners, waitForShardsSpread } from "./monitors-runners.ts"
 import { sample } from "./process-usage.ts"
 import { freePort, printTable, startProcess, stop } from "./support.ts"
 
@@ -122,12 +122,16 @@ const runCanopy = async (options: {
     await sleep(Math.max(0, start - Date.now()))
     const sampler = sample(runners.processes.map((p) => p.pid!), options.pgDataDir)
     const pg0 = await withSql(databaseUrl, pgCounters)
+    let sampling = true
+    const waits = withSql(databaseUrl, (sql) => sampleWaits(sql, () => sampling))
     while (Date.now() < end) {
       await sleep(Math.min(10_000, end - Date.now()))
       const done = Math.round((Date.now() - start) / 1000)
       if (done % 30 < 10) console.error(`[bench] ${label}: ${done}s / ${seconds}s`)
     }
     const usage = sampler.stop()
+    sampling = false
+    console.error(`[bench] ${label}: Postgres sessions waiting (average): ${await waits}`)
     const pg1 = await withSql(databaseUrl, pgCounters)
     const pgLoad = {
       xactPerSecond: (pg1.xact - pg0.xact) / seconds,

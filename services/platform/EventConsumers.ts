@@ -92,6 +92,21 @@ const realSleep = (duration: Duration.Duration) =>
     return Effect.sync(() => clearTimeout(timer))
   })
 
+/**
+ * Spaces a loop's passes at least `minMs` apart in real time: a burst of notifications (one
+ * per publishing commit, hundreds a second under monitor load) is then read in a few passes
+ * instead of one pass, and one transaction, per notification. Real time, like held waits.
+ */
+export const pacer = (minMs: number) => {
+  let lastPass = Number.NEGATIVE_INFINITY
+  return Effect.suspend(() => {
+    const now = performance.now()
+    const wait = lastPass + minMs - now
+    lastPass = Math.max(now, lastPass + minMs)
+    return wait > 0 ? realSleep(Duration.millis(wait)) : Effect.void
+  })
+}
+
 /** Waits for a wake-up signal on `queue`, or until `wait` is over. */
 export const nextWake = (queue: Queue.Queue<void>, wait: Wait): Effect.Effect<void> =>
   wait.held
@@ -104,6 +119,8 @@ export interface ConsumerDeps {
   /** A wake-up queue signalled on every NOTIFY, for the loop's lifetime. */
   readonly waker: Effect.Effect<Queue.Queue<void>, never, Scope.Scope>
   readonly pollInterval: Duration.Duration
+  /** The least time between two passes of a loop (real time, ms); see `pacer`. */
+  readonly minPassMs: number
 }
 
 /**
@@ -178,9 +195,13 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
   const wake = yield* deps.waker
   yield* Effect.gen(function*() {
     const waiting = waitPolicy(deps.pollInterval)
+    const paced = pacer(deps.minPassMs)
     while (true) {
       const outcome = yield* retryLogged(pass, "Events: consumer batch failed, retrying", { consumer: name })
-      if (outcome !== "more") yield* nextWake(wake, waiting.after(outcome === "held"))
+      if (outcome !== "more") {
+        yield* nextWake(wake, waiting.after(outcome === "held"))
+        yield* paced
+      }
     }
   }).pipe(Effect.forkScoped)
 })
