@@ -3,12 +3,12 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { Events, type NewDomainEvent } from "../platform/Events.ts"
+import { appendStatement, Events, type NewDomainEvent } from "../platform/Events.ts"
 import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
 import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
-import { accountInterval } from "./Uptime.ts"
+import { accountIntervalStatement } from "./Uptime.ts"
 
 /**
  * The SQL side of a monitor's schedule (the `Monitor` entity decides the timing):
@@ -126,14 +126,8 @@ const make = Effect.gen(function*() {
       const { result } = input
       const next = transition(monitor, result, monitor.degradedThresholdMs)
       const checkedAt = new Date(input.checkedAt)
-      const inserted = yield* sql`
-        INSERT INTO heartbeats (monitor_id, slot_at, attempt, checked_at, status, response_time_ms, status_code, error, region)
-        VALUES (${input.monitorId}, ${new Date(input.slotAt)}, ${input.attempt}, ${checkedAt}, ${next.heartbeatStatus},
-          ${Math.max(0, Math.round(result.responseTimeMs))}, ${result.statusCode ?? null}, ${result.error ?? null},
-          ${region})
-        ON CONFLICT (monitor_id, slot_at, attempt) DO NOTHING
-        RETURNING id`
-      if (inserted.length === 0) return { _tag: "Skipped", reason: "duplicate" } as const
+      const slotAt = new Date(input.slotAt)
+      const responseTimeMs = Math.max(0, Math.round(result.responseTimeMs))
 
       // A result older than the last one recorded (a check that outlived a shard hand-off)
       // keeps its heartbeat but does not move the status back in time.
@@ -148,33 +142,12 @@ const make = Effect.gen(function*() {
         }
         : next
 
-      if (!stale) {
-        // Uptime (see Uptime.ts): close the open interval [status_since, checkedAt) in the
-        // status held so far, count this attempt in its hour, and open the next interval.
-        const responseTimeMs = Math.max(0, Math.round(result.responseTimeMs))
-        yield* accountInterval(sql, {
-          monitorId: input.monitorId,
-          from: new Date(monitor.statusSince),
-          to: checkedAt,
-          status: monitor.status,
-          checks: 1,
-          failed: next.heartbeatStatus === "down" ? 1 : 0,
-          responseTimeMs,
-          checkedAt
-        })
-        yield* repository.applyCheck(input.monitorId, {
-          status: applied.status,
-          consecutiveFailures: applied.consecutiveFailures,
-          checkedAt
-        })
-      }
-
       const timestamp = checkedAt.toISOString()
       const published: Array<NewDomainEvent> = [HeartbeatEvent.make(monitor.orgId, {
         monitorId: input.monitorId,
         timestamp,
         status: next.heartbeatStatus,
-        responseTime: Math.max(0, Math.round(result.responseTimeMs)),
+        responseTime: responseTimeMs,
         ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
         ...(result.error === undefined ? {} : { error: result.error }),
         region,
@@ -189,10 +162,45 @@ const make = Effect.gen(function*() {
           timestamp
         }))
       }
-      // In the same transaction: the events commit with the heartbeat or not at all.
-      yield* events.publishAll(published).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+
+      // One statement (one round trip): the heartbeat — unique per monitor, slot and attempt —
+      // and, only if it was new, the uptime interval, the monitor's status and the events.
+      const recorded = sql.literal("EXISTS (SELECT 1 FROM heartbeat)")
+      // Uptime (see Uptime.ts): close the open interval [status_since, checkedAt) in the
+      // status held so far, count this attempt in its hour, and open the next interval.
+      const rollup = stale ? undefined : accountIntervalStatement(sql, {
+        monitorId: input.monitorId,
+        from: new Date(monitor.statusSince),
+        to: checkedAt,
+        status: monitor.status,
+        checks: 1,
+        failed: next.heartbeatStatus === "down" ? 1 : 0,
+        responseTimeMs,
+        checkedAt
+      }, recorded)
+      const status = stale ? undefined : repository.applyCheck(input.monitorId, {
+        status: applied.status,
+        consecutiveFailures: applied.consecutiveFailures,
+        checkedAt
+      }, recorded)
+      // In the same transaction: the events commit with the heartbeat or not at all. No
+      // NOTIFY in it (it would serialise every check's commit cluster-wide): readers are
+      // woken once it committed (`notifyCommitted`).
+      const [row] = yield* sql<{ readonly recorded: number }>`
+        WITH heartbeat AS (
+          INSERT INTO heartbeats (monitor_id, slot_at, attempt, checked_at, status, response_time_ms, status_code, error, region)
+          VALUES (${input.monitorId}, ${slotAt}, ${input.attempt}, ${checkedAt}, ${next.heartbeatStatus},
+            ${responseTimeMs}, ${result.statusCode ?? null}, ${result.error ?? null}, ${region})
+          ON CONFLICT (monitor_id, slot_at, attempt) DO NOTHING
+          RETURNING id
+        ),
+        ${rollup === undefined ? sql.literal("") : sql`rollup AS (${rollup}),`}
+        ${status === undefined ? sql.literal("") : sql`status AS (${status}),`}
+        appended AS (${appendStatement(sql, published, recorded)})
+        SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`
+      if (row.recorded === 0) return { _tag: "Skipped", reason: "duplicate" } as const
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
-    }))
+    })).pipe(Effect.tap((outcome) => outcome._tag === "Recorded" ? events.notifyCommitted : Effect.void))
 
   /**
    * The schedule of every active monitor on the given shards (the wake-up sweep), plus

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import type * as Statement from "effect/sql/Statement"
 import type { MonitorStatus } from "../../schemas/Monitoring.ts"
 import {
   AlertSubject,
@@ -243,11 +244,11 @@ const make = Effect.gen(function*() {
       ),
     findActive: (id) => orDieOnSchema(findActive(id)),
     lockCheckState: (id) => orDieOnSchema(lockCheckState(id)),
-    applyCheck: (id, state) =>
+    applyCheck: (id, state, when = sql.literal("true")) =>
       sql`
         UPDATE monitors SET status = ${state.status}, consecutive_failures = ${state.consecutiveFailures},
           last_checked_at = ${state.checkedAt}, status_since = greatest(status_since, ${state.checkedAt}::timestamptz)
-        WHERE id = ${id}`.pipe(Effect.asVoid),
+        WHERE id = ${id} AND ${when}`,
     shardSchedules: (shards, shardCount) => orDieOnSchema(shardSchedules({ shards, shardCount })),
     assignShards: (assigned, shardCount) =>
       assigned.length === 0 ? Effect.void : sql`
@@ -306,12 +307,15 @@ export class MonitorRepository extends Context.Service<MonitorRepository, {
   findActive(id: string): Effect.Effect<Option.Option<MonitorRecord>, SqlError>
   /** The state a check result applies to, the row locked until the transaction ends. */
   lockCheckState(id: string): Effect.Effect<Option.Option<CheckState>, SqlError>
-  /** Writes a check's effect on the monitor (the uptime interval restarts no earlier than `checkedAt`). */
+  /**
+   * Writes a check's effect on the monitor (the uptime interval restarts no earlier than
+   * `checkedAt`), if `when` holds; a statement to run or to embed in a larger one as a CTE.
+   */
   applyCheck(id: string, state: {
     readonly status: MonitorStatus
     readonly consecutiveFailures: number
     readonly checkedAt: Date
-  }): Effect.Effect<void, SqlError>
+  }, when?: Statement.Fragment): Statement.Statement<unknown>
   /** Active monitors of the given shards, plus those whose shard is not recorded for `shardCount`. */
   shardSchedules(
     shards: ReadonlyArray<number>,

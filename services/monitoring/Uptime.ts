@@ -1,6 +1,7 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import type * as Statement from "effect/sql/Statement"
 import { MonitorRepository } from "./MonitorRepository.ts"
 
 /**
@@ -106,6 +107,34 @@ export const intervalBuckets = (input: AccountIntervalInput): ReadonlyArray<Buck
 }
 
 /**
+ * `accountInterval`'s upsert as a statement to embed in a larger one (as a CTE), applied
+ * only when `when` holds; `undefined` when the interval adds nothing.
+ */
+export const accountIntervalStatement = (
+  sql: SqlClient.SqlClient,
+  input: AccountIntervalInput,
+  when: Statement.Fragment = sql.literal("true")
+) => {
+  const buckets = intervalBuckets(input)
+  if (buckets.length === 0) return undefined
+  const rows = JSON.stringify(buckets.map((bucket) => ({ ...bucket, hour: new Date(bucket.hour).toISOString() })))
+  return sql`
+    INSERT INTO monitor_uptime_hourly AS t
+      (monitor_id, hour, up_ms, down_ms, checks, failed_checks, response_time_sum)
+    SELECT ${input.monitorId}, r.hour, r.up_ms, r.down_ms, r.checks, r.failed_checks, r.response_time_sum
+    FROM jsonb_to_recordset(${rows}::jsonb)
+      AS r(hour timestamptz, up_ms bigint, down_ms bigint, checks integer, failed_checks integer,
+           response_time_sum bigint)
+    WHERE ${when}
+    ON CONFLICT (monitor_id, hour) DO UPDATE SET
+      up_ms = t.up_ms + EXCLUDED.up_ms,
+      down_ms = t.down_ms + EXCLUDED.down_ms,
+      checks = t.checks + EXCLUDED.checks,
+      failed_checks = t.failed_checks + EXCLUDED.failed_checks,
+      response_time_sum = t.response_time_sum + EXCLUDED.response_time_sum`
+}
+
+/**
  * Adds `[from, to)` in `status` (and any check counters) to `monitor_uptime_hourly`, split
  * at hour boundaries, in one upsert. Run it inside the transaction that moves
  * `monitors.status_since` past `to` (see the accounting protocol above).
@@ -115,22 +144,8 @@ export const accountInterval = (
   input: AccountIntervalInput
 ): Effect.Effect<void, SqlError> =>
   Effect.suspend(() => {
-    const buckets = intervalBuckets(input)
-    if (buckets.length === 0) return Effect.void
-    const rows = JSON.stringify(buckets.map((bucket) => ({ ...bucket, hour: new Date(bucket.hour).toISOString() })))
-    return Effect.asVoid(sql`
-      INSERT INTO monitor_uptime_hourly AS t
-        (monitor_id, hour, up_ms, down_ms, checks, failed_checks, response_time_sum)
-      SELECT ${input.monitorId}, r.hour, r.up_ms, r.down_ms, r.checks, r.failed_checks, r.response_time_sum
-      FROM jsonb_to_recordset(${rows}::jsonb)
-        AS r(hour timestamptz, up_ms bigint, down_ms bigint, checks integer, failed_checks integer,
-             response_time_sum bigint)
-      ON CONFLICT (monitor_id, hour) DO UPDATE SET
-        up_ms = t.up_ms + EXCLUDED.up_ms,
-        down_ms = t.down_ms + EXCLUDED.down_ms,
-        checks = t.checks + EXCLUDED.checks,
-        failed_checks = t.failed_checks + EXCLUDED.failed_checks,
-        response_time_sum = t.response_time_sum + EXCLUDED.response_time_sum`)
+    const statement = accountIntervalStatement(sql, input)
+    return statement === undefined ? Effect.void : Effect.asVoid(statement)
   })
 
 export interface UptimeTotals {

@@ -3,6 +3,7 @@ import { Cause, Context, Duration, Effect, Layer, Option, Queue, Schema, Stream 
 import type { Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import type * as Statement from "effect/sql/Statement"
 
 import {
   type ConsumeOptions,
@@ -72,6 +73,39 @@ export const EVENTS_CHANNEL = "canopy_events"
 const LIVE_READ_LIMIT = 1000
 
 /**
+ * The outbox insert of `events` (in order) as a statement to embed in a larger one, e.g. as
+ * `WITH appended AS (${appendStatement(...)}) … ${notifySql(sql, "appended")}`, so a
+ * publisher that writes other rows too can do it in one round trip; `when` (default true)
+ * makes the insert conditional on the rest of that statement. `publishAll` is the usual way.
+ */
+export const appendStatement = (
+  sql: SqlClient.SqlClient,
+  events: ReadonlyArray<NewDomainEvent>,
+  when: Statement.Fragment = sql.literal("true")
+) => {
+  const payload = JSON.stringify(events.map((event) => ({
+    type: event.type,
+    orgId: event.orgId ?? null,
+    data: event.data === undefined ? null : event.data
+  })))
+  // `tx` (the column's default) is this transaction's id: readers order by it.
+  return sql`
+    INSERT INTO domain_events (type, org_id, data)
+    SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
+    FROM jsonb_array_elements(${payload}::jsonb) WITH ORDINALITY AS e(value, n)
+    WHERE ${when}
+    ORDER BY e.n
+    RETURNING 1`
+}
+
+/**
+ * The select list entry that wakes every runner once the statement's transaction commits
+ * (NOTIFY is transactional), after the CTE named `appended` ran.
+ */
+export const notifySql = (sql: SqlClient.SqlClient, appended: string) =>
+  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) FROM ${sql(appended)}) AS done) IS NULL`
+
+/**
  * Appends events to the outbox in order. Run it inside the caller's `sql.withTransaction`
  * so the events commit or roll back with the change that caused them (outside a transaction
  * it opens its own). Takes no lock: concurrent publishers commit in parallel, and readers
@@ -83,24 +117,10 @@ export const publishAll = Effect.fnUntraced(function*(
 ): Effect.fn.Return<void, SqlError, SqlClient.SqlClient> {
   if (events.length === 0) return
   const sql = yield* SqlClient.SqlClient
-  const payload = JSON.stringify(events.map((event) => ({
-    type: event.type,
-    orgId: event.orgId ?? null,
-    data: event.data === undefined ? null : event.data
-  })))
-  const append = Effect.gen(function*() {
-    // `tx` (the column's default) is this transaction's id: readers order by it.
-    // NOTIFY is transactional: delivered to every runner only if and when this commits.
-    yield* sql`
-      WITH inserted AS (
-        INSERT INTO domain_events (type, org_id, data)
-        SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
-        FROM jsonb_array_elements(${payload}::jsonb) WITH ORDINALITY AS e(value, n)
-        ORDER BY e.n
-        RETURNING 1
-      )
-      SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) FROM inserted) AS done`
-  })
+  // NOTIFY is transactional: delivered to every runner only if and when this commits.
+  const append = sql`
+    WITH appended AS (${appendStatement(sql, events)})
+    SELECT ${notifySql(sql, "appended")}`
   const inTransaction = Option.isSome(yield* Effect.serviceOption(sql.transactionService))
   // Joining the caller's transaction directly (no savepoint) keeps big transactions cheap.
   yield* inTransaction ? append : sql.withTransaction(append)
@@ -148,6 +168,30 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
     Effect.forever,
     Effect.forkScoped
   )
+
+  // --- notifications after commit, coalesced ------------------------------------------------
+  // A NOTIFY in a publishing transaction holds a database-wide lock from its commit's start
+  // to its end (Postgres keeps the notification queue in commit order), so every NOTIFYing
+  // commit in the cluster, WAL flush included, runs one at a time. High-rate publishers
+  // (monitor checks) commit without NOTIFY and call `notifyCommitted` afterwards: this
+  // runner's loops wake at once, and one NOTIFY at a time, outside any transaction, wakes
+  // the others for every commit signalled before it.
+  const committed = yield* Queue.sliding<void>(1)
+  yield* Effect.gen(function*() {
+    while (true) {
+      yield* Queue.take(committed)
+      wakeAll()
+      yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, '')`.pipe(
+        Effect.catchCause((cause) =>
+          // Others still read the events on their next poll.
+          Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logDebug("Events: NOTIFY failed", cause)
+        )
+      )
+    }
+  }).pipe(Effect.forkScoped)
+  const notifyCommitted = Effect.sync(() => {
+    Queue.offerUnsafe(committed, undefined)
+  })
 
   // --- the live reader -----------------------------------------------------------------
   // Starts at the last event below the horizon: it sees what commits afterwards (and
@@ -228,6 +272,7 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   return Events.of({
     publish,
     publishAll,
+    notifyCommitted,
     subscribe,
     live,
     consume,
@@ -240,6 +285,13 @@ export class Events extends Context.Service<Events, {
   readonly publish: (event: NewDomainEvent) => Effect.Effect<void, SqlError, SqlClient.SqlClient>
   /** See {@link publishAll}: one insert, one notification for the batch, no lock. */
   readonly publishAll: (events: ReadonlyArray<NewDomainEvent>) => Effect.Effect<void, SqlError, SqlClient.SqlClient>
+  /**
+   * For publishers that append with `appendStatement` and no NOTIFY (see `notifySql`): call
+   * it once the transaction committed. Wakes this runner's readers at once and the other
+   * runners through one NOTIFY per burst of calls; if the process dies first, the others
+   * read the events on their next poll.
+   */
+  readonly notifyCommitted: Effect.Effect<void>
   /**
    * Subscribes now and returns a queue of every event committed afterwards (possibly also a
    * few committed just before), in outbox order, as read by this runner. The subscription

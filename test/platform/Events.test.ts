@@ -1,48 +1,11 @@
-import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Queue, Redacted, Scope, Stream } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Queue, Stream } from "effect"
 import type { Duration } from "effect"
 import { SqlClient } from "effect/sql"
-import { Database } from "../../services/platform/Database.ts"
-import { type DomainEvent, Events, EventsLagged, type EventsOptions } from "../../services/platform/Events.ts"
+import { type DomainEvent, Events, EventsLagged } from "../../services/platform/Events.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { startRunner, waitUntil } from "../support/eventsRunner.ts"
 import { eventually } from "../support/wait.ts"
-
-/**
- * A "runner": its own PgClient pool and its own Events layer (listener + reader fibers)
- * on the shared test database, living in its own scope so a test can stop it.
- */
-const startRunner = Effect.fnUntraced(function*(url: string, options?: EventsOptions) {
-  const scope = yield* Scope.make()
-  yield* Effect.addFinalizer(() => Scope.close(scope, Exit.void))
-  const layer = Events.layerWith(options).pipe(
-    Layer.provideMerge(Database.layer(Redacted.make(url), { maxConnections: 6 }))
-  )
-  const context = yield* Layer.buildWithScope(layer, scope)
-  return {
-    scope,
-    context,
-    events: Context.get(context, Events),
-    sql: Context.get(context, SqlClient.SqlClient),
-    pg: Context.get(context, PgClient.PgClient),
-    /** Runs an effect with this runner's services; scoped resources go into the runner's scope. */
-    run: <A, E>(
-      effect: Effect.Effect<A, E, Events | SqlClient.SqlClient | Scope.Scope>
-    ): Effect.Effect<A, E> => effect.pipe(Effect.provideContext(context), Scope.provide(scope)),
-    stop: Scope.close(scope, Exit.void)
-  }
-})
-
-/** Polls `condition` until it holds; fails the test after `timeout` instead of hanging. */
-const waitUntil = (label: string, condition: () => boolean, timeout: Duration.Input = "10 seconds") =>
-  Effect.gen(function*() {
-    while (!condition()) yield* Effect.sleep("20 millis")
-  }).pipe(
-    Effect.timeoutOrElse({
-      duration: timeout,
-      orElse: () => Effect.die(new Error(`timed out waiting for ${label}`))
-    })
-  )
 
 const takeWithin = <A, E>(queue: Queue.Dequeue<A, E>, timeout: Duration.Input = "10 seconds") =>
   Queue.take(queue).pipe(
@@ -421,13 +384,16 @@ describe("Events", () => {
         )
       yield* Effect.all([publishMany(a, "a"), publishMany(b, "b")], { concurrency: 2, discard: true })
 
-      const published = (yield* a.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY id`).map((r) =>
+      // Outbox order is (writing transaction, id): two runners publishing at once may take
+      // ids in the other order than their transaction ids.
+      const published = (yield* a.sql<{ id: bigint }>`SELECT id FROM domain_events ORDER BY tx, id`).map((r) =>
         Number(r.id)
       )
       expect(published.length).toBe(28)
-      yield* waitUntil("both consumers to finish", () => handled.length >= published.length)
+      yield* waitUntil("both consumers to finish", () =>
+        handled.length >= published.length)
       yield* Effect.sleep("500 millis")
-      // Exactly once overall, and in id order even across the two runners.
+      // Exactly once overall, and in outbox order even across the two runners.
       expect(handled.map((h) => h.id)).toEqual(published)
       expect(yield* cursorOf(a.sql, "shared")).toBe(published[published.length - 1])
     }))
