@@ -7,6 +7,7 @@ import * as Path from "node:path"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { request } from "../support/app.ts"
 import { startRunner } from "../support/processes.ts"
+import { eventually } from "../support/wait.ts"
 
 /** The child's exit code; fails with its output if it has not exited within 60 s. */
 const waitForExit = (child: import("node:child_process").ChildProcess, output: () => string) =>
@@ -35,7 +36,8 @@ describe("embedded mode", () => {
 
         const first = yield* startRunner("", env)
         const token = Fs.readFileSync(Path.join(dataDir, "admin-token"), "utf8").trim()
-        expect(first.output()).toContain(token)
+        // The token line is printed once the server listens, so it can trail the readiness probe.
+        yield* eventually("the admin token printed", Effect.sync(first.output), (output) => output.includes(token))
         const created = yield* request(`${first.baseUrl}/api/v1/admin/orgs`, {
           method: "POST",
           token,
@@ -72,9 +74,13 @@ describe("embedded mode", () => {
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
 
         const restarted = yield* startRunner("", env)
+        yield* eventually("the token file named", Effect.sync(restarted.output), (output) =>
+          output.includes("Admin token: see"))
         expect(restarted.output()).not.toContain(token)
         const orgs = yield* request(`${restarted.baseUrl}/api/v1/admin/orgs`, { token })
-        expect(orgs.body.orgs.map((org: any) => org.slug)).toEqual(["kept"])
+        expect(orgs.body.orgs.map((org: any) =>
+          org.slug
+        )).toEqual(["kept"])
         restarted.child.kill("SIGINT")
         expect([0, 130, 143]).toContain(yield* waitForExit(restarted.child, restarted.output))
         expect(Fs.existsSync(Path.join(dataDir, "pg", "postmaster.pid"))).toBe(false)
