@@ -152,7 +152,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
         .toEqual([stray, unsigned])
     }))
 
-  it.effect("a push of many signed commits is verified on worker threads: a forged tip is refused, the genuine one passes", () =>
+  it.effect("a push of many signed commits is verified on worker threads: a forged tip is refused, the genuine one passes; a removed key or rule applies to the next push", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
       const git = yield* gitClient
@@ -160,8 +160,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
       const { head } = yield* pushedWorkTree(git, repo.url, "owner")
       const bob = yield* addMember(baseUrl, repo.slug, `bob-${repo.slug}`)
       const bobKey = yield* gpgKey("Bob <bob@example.com>")
-      yield* registerKey(baseUrl, bob.key, bobKey.armored)
-      yield* createRule(baseUrl, repo, { branchPattern: "main", requirePullRequest: false, requireSignedCommits: true })
+      const registered = yield* registerKey(baseUrl, bob.key, bobKey.armored)
+      const rule = yield* createRule(baseUrl, repo, {
+        branchPattern: "main",
+        requirePullRequest: false,
+        requireSignedCommits: true
+      })
       const dir = git.dir("bob-many")
       yield* git.ok(["clone", "-q", bob.url, dir])
       let genuine = head
@@ -188,5 +192,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
       yield* git.ok(["push", "origin", "main"], { cwd: dir })
       expect(yield* branchSha(baseUrl, repo, "main")).toBe(genuine)
       expect(signatureWorkerStats.answered).toBeGreaterThan(answeredForGenuine)
+
+      // Nothing is cached between pushes: a removed key refuses the very next push, a removed rule lets it in.
+      const removedKey = yield* request(`${baseUrl}/api/v1/user/gpg-keys/${registered.id}`, {
+        method: "DELETE",
+        token: bob.key
+      })
+      expect(removedKey.status).toBe(204)
+      const next = yield* signedCommit(git, dir, { "next.txt": "next\n" }, "next", bobKey)
+      const unregistered = yield* git.run(["push", "origin", "main"], { cwd: dir })
+      expect(unregistered.code).not.toBe(0)
+      expect(unregistered.stderr).toContain(`protected branch: commit ${next.slice(0, 7)} is not signed`)
+      const removedRule = yield* request(
+        `${baseUrl}/api/v1/code/repos/${repo.slug}/${repo.name}/branches/protection/${rule.id}`,
+        { method: "DELETE", token: repo.key }
+      )
+      expect(removedRule.status).toBe(204)
+      yield* git.ok(["push", "origin", "main"], { cwd: dir })
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(next)
     }))
 })
