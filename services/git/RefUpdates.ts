@@ -8,7 +8,8 @@ import {
   type PushEventData
 } from "../../schemas/Repositories.ts"
 import { type NewDomainEvent, publishAll } from "../platform/Events.ts"
-import { gitText } from "./GitProcess.ts"
+import { type GitCommandError, gitText } from "./GitProcess.ts"
+import { describeCommit, sharedWalk, type WalkedCommit } from "./NewCommits.ts"
 import { PackStore } from "./PackStore.ts"
 import { ZERO_SHA } from "./PktLine.ts"
 import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
@@ -60,6 +61,8 @@ export type RefUpdateCheckFn = (input: {
   readonly pusher: Pusher | null
   readonly dir: string
   readonly env: Readonly<Record<string, string>>
+  /** The update's new commits (all, newest first): one git walk per ref, shared with the push events. */
+  readonly newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
 }) => Effect.Effect<string | undefined>
 
 export const RefUpdateCheck = Context.Reference<RefUpdateCheckFn>("canopy/git/RefUpdateCheck", {
@@ -74,35 +77,6 @@ const refNameProblem = (name: string): string | undefined => {
   if (name.startsWith("refs/pull/")) return "refs/pull/ is reserved"
   return isValidBranchName(name.slice("refs/".length)) && name.split("/").length >= 3 ? undefined : "funny refname"
 }
-
-const SEPARATOR = "\x1f"
-const RECORD_END = "\x1e"
-
-/** The commits `tip` adds (oldest first) that no ref of the synced repository reaches. */
-const newCommits = (dir: string, env: Readonly<Record<string, string>>, tip: string) =>
-  gitText({
-    gitDir: dir,
-    env,
-    args: [
-      "log",
-      `--format=%H${SEPARATOR}%an${SEPARATOR}%ae${SEPARATOR}%aI${SEPARATOR}%B${RECORD_END}`,
-      "--reverse",
-      `--max-count=${MAX_EVENT_COMMITS}`,
-      tip,
-      "--not",
-      "--all"
-    ]
-  }).pipe(
-    Effect.map((text): PushEventData["commits"] =>
-      text.split(RECORD_END).map((record) => record.replace(/^\n/, "")).filter((record) => record.length > 0).map(
-        (record) => {
-          const [sha, name, email, date, message] = record.split(SEPARATOR)
-          return { sha, message: message.trimEnd(), author: { name, email }, timestamp: new Date(date).toISOString() }
-        }
-      )
-    ),
-    Effect.orElseSucceed(() => [])
-  )
 
 /** The commit an annotated tag points to (itself for a lightweight tag), or null. */
 const peel = (dir: string, env: Readonly<Record<string, string>>, sha: string) =>
@@ -149,18 +123,37 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         const candidates = input.commands.filter((c) => !verdicts.has(c.name))
         const tips = candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha)
         const check = yield* RefUpdateCheck
-        // The connectivity walk, the per-ref checks (branch protection walks and verifies the
-        // new commits) and the events' commit lists read the same objects and do not depend
-        // on each other, so they run side by side. A check that broke on objects the
-        // connectivity walk finds missing is moot: the push is rejected for those.
-        const [connected, checked, prepared] = yield* Effect.all([
-          Effect.exit(verifyConnected(dir, quarantine ?? { dir, env: {}, pack: undefined }, tips)),
+        // One walk per new tip gives the check (branch protection verifies every new commit)
+        // and the push events (the newest commits) the same objects.
+        const walks = yield* Effect.forEach(
+          candidates,
+          (command) => command.newSha === ZERO_SHA ? Effect.succeed(undefined) : sharedWalk(dir, env, command.newSha)
+        )
+        // The per-ref checks, the events' commit lists and the connectivity walk do not depend
+        // on each other, so they run side by side; started in that order, the checks' queries
+        // are under way and the shared walks running while the connectivity walk's git starts.
+        // A check that broke on objects the connectivity walk finds missing is moot: the push
+        // is rejected for those.
+        const [checked, prepared, connected] = yield* Effect.all([
           Effect.forEach(
             candidates,
-            (command) => Effect.exit(check({ repo, command, pusher, dir, env })),
+            (command, index) =>
+              Effect.exit(check({
+                repo,
+                command,
+                pusher,
+                dir,
+                env,
+                newCommits: walks[index]?.all ?? Effect.succeed([])
+              })),
             { concurrency: "unbounded" }
           ),
-          Effect.forEach(candidates, (command) => eventsFor(input, command, env), { concurrency: "unbounded" })
+          Effect.forEach(
+            candidates,
+            (command, index) => eventsFor(input, command, walks[index]?.newest ?? Effect.succeed([])),
+            { concurrency: "unbounded" }
+          ),
+          Effect.exit(verifyConnected(dir, quarantine ?? { dir, env: {}, pack: undefined }, tips))
         ], { concurrency: "unbounded" })
         yield* connected
         for (const [index, command] of candidates.entries()) {
@@ -241,12 +234,18 @@ export class RefUpdates extends Context.Service<RefUpdates, {
       })
 
       /** `push` (and `create`/`delete`) events of one accepted command, computed before the transaction. */
-      const eventsFor = (input: RefUpdateInput, command: RefCommand, env: Readonly<Record<string, string>>) =>
+      const eventsFor = (
+        input: RefUpdateInput,
+        command: RefCommand,
+        walk: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
+      ) =>
         Effect.gen(function*() {
           const { pusher, repo } = input
           const repository = { id: repo.id, name: repo.name, fullName: `${repo.orgSlug}/${repo.slug}` }
           const timestamp = new Date().toISOString()
-          const commits = command.newSha === ZERO_SHA ? [] : yield* newCommits(input.dir, env, command.newSha)
+          // GitHub lists the newest commits of a push, oldest first.
+          const newest = yield* Effect.orElseSucceed(walk, () => [])
+          const commits: PushEventData["commits"] = newest.slice(0, MAX_EVENT_COMMITS).reverse().map(describeCommit)
           const push: PushEventData = {
             repository,
             sender: pusher,

@@ -1,10 +1,10 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import * as openpgp from "openpgp"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import type { CreateGpgKey, GpgKey, GpgKeyList } from "../../schemas/GpgKeys.ts"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
+import { parsePublicKey } from "./SignatureCheck.ts"
 
 interface KeyRow {
   readonly id: string
@@ -36,23 +36,6 @@ const invalidKey = (message: string) =>
     message: `Invalid body.armoredPublicKey: ${message}`,
     details: [{ path: "body.armoredPublicKey", message }]
   })
-
-/** Parsed keys by armored text: a key is parsed once per process, not once per push. */
-const parsed = new Map<string, Promise<openpgp.PublicKey>>()
-
-export const parsePublicKey = (armored: string): Promise<openpgp.PublicKey> => {
-  let key = parsed.get(armored)
-  if (key === undefined) {
-    key = openpgp.readKey({ armoredKey: armored }).then((read) => {
-      if (read.isPrivate()) throw new Error("a private key")
-      return read as openpgp.PublicKey
-    })
-    key.catch(() => parsed.delete(armored))
-    if (parsed.size > 5_000) parsed.clear()
-    parsed.set(armored, key)
-  }
-  return key
-}
 
 /**
  * GPG public keys registered by users (GUIDE §12 signed commits), at

@@ -1,15 +1,17 @@
 import { Effect, Layer } from "effect"
-import { gitText, runGit } from "../git/GitProcess.ts"
+import { type GitCommandError, gitText } from "../git/GitProcess.ts"
+import type { WalkedCommit } from "../git/NewCommits.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { MergeInProgress } from "../pulls/BranchRules.ts"
 import { Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
-import { parseWalk, unverifiedCommits } from "./CommitSignatures.ts"
+import { unverifiedCommits } from "./CommitSignatures.ts"
 import { GpgKeys } from "./GpgKeys.ts"
 import { ProtectionRules } from "./ProtectionRules.ts"
 import { bindingRules, type EnforcedRule } from "./RulePolicy.ts"
+import { signatureWorkers } from "./SignatureWorkers.ts"
 
 const BRANCH_PREFIX = "refs/heads/"
 
@@ -73,52 +75,53 @@ export const PushProtectionLive = Layer.effect(
     const audit = yield* AuditLog
     const actors = yield* Actors
 
-    const factsOf = (repo: RepoRecord, command: RefCommand, dir: string, env: Readonly<Record<string, string>>) => {
+    const factsOf = (
+      repo: RepoRecord,
+      command: RefCommand,
+      dir: string,
+      env: Readonly<Record<string, string>>,
+      newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
+    ) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
-      // One walk gives the new commits and their parents (merge commits have two or more).
-      // With the objects too, so signatures need no second git process in the common case.
-      const walk = runGit({
-        gitDir: dir,
-        env,
-        args: ["rev-list", "--parents", "--header", command.newSha, "--not", "--all"]
-      }).pipe(Effect.map(parseWalk), Effect.orDie, Effect.cached)
-      return Effect.flatMap(walk, (walked) => {
-        return Effect.all({
-          fastForward: Effect.cached(
-            git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
-              Effect.as(true),
-              Effect.orElseSucceed(() => false)
-            )
-          ),
-          mergeCommits: Effect.succeed(
-            Effect.map(walked, (commits) => commits.filter((c) => c.parents.length > 1).map((c) => c.sha))
-          ),
-          unsigned: Effect.cached(Effect.gen(function*() {
-            const [commits, armoredKeys] = yield* Effect.all([walked, keys.organizationKeys(repo.orgId)], {
-              concurrency: 2
-            })
-            return yield* unverifiedCommits({
-              gitDir: dir,
-              env,
-              shas: commits.map((c) => c.sha),
-              armoredKeys,
-              objects: new Map(commits.map((c) => [c.sha, c.object]))
-            })
-          }))
-        })
+      // The shared walk of the new commits gives their parents (merge commits have two or
+      // more) and their objects, so signatures need no second git process in the common case.
+      const walked = Effect.orDie(newCommits)
+      return Effect.all({
+        fastForward: Effect.cached(
+          git(["merge-base", "--is-ancestor", command.oldSha, command.newSha]).pipe(
+            Effect.as(true),
+            Effect.orElseSucceed(() => false)
+          )
+        ),
+        mergeCommits: Effect.succeed(
+          Effect.map(walked, (commits) => commits.filter((c) => c.parents.length > 1).map((c) => c.sha))
+        ),
+        unsigned: Effect.cached(Effect.gen(function*() {
+          const [commits, armoredKeys] = yield* Effect.all([walked, keys.organizationKeys(repo.orgId)], {
+            concurrency: 2
+          })
+          return yield* unverifiedCommits({
+            gitDir: dir,
+            env,
+            shas: commits.map((c) => c.sha),
+            armoredKeys,
+            objects: new Map(commits.map((c) => [c.sha, c.object]))
+          })
+        }))
       })
     }
 
-    const check: RefUpdateCheckFn = ({ command, dir, env, pusher, repo }) =>
+    const check: RefUpdateCheckFn = ({ command, dir, env, newCommits, pusher, repo }) =>
       Effect.gen(function*() {
         if (!command.name.startsWith(BRANCH_PREFIX)) return undefined
         if (yield* MergeInProgress) return undefined
         const branch = command.name.slice(BRANCH_PREFIX.length)
         const matching = yield* rules.enforced(repo, branch)
         if (matching.length === 0) return undefined
-        const facts = yield* factsOf(repo, command, dir, env)
+        const facts = yield* factsOf(repo, command, dir, env, newCommits)
         // The commit checks (a git walk, signature verification) run beside the pusher lookup.
         const deleting = command.newSha === ZERO_SHA
+        if (!deleting && matching.some((rule) => rule.requireSignedCommits)) yield* Effect.sync(signatureWorkers)
         const warm = deleting ? Effect.void : matching.some((rule) => rule.requireSignedCommits)
           ? facts.unsigned
           : matching.some((rule) => rule.requireLinearHistory)

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
-import { parseWalk } from "../../services/protection/CommitSignatures.ts"
+import { parseWalk } from "../../services/git/NewCommits.ts"
+import { signatureWorkerStats } from "../../services/protection/SignatureWorkers.ts"
 import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
@@ -149,5 +150,65 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
         yield* rules.unsignedCommits({ repo: record, gitDir, env: {}, shas: [first, second, odd, stray, unsigned] })
       )
         .toEqual([stray, unsigned])
+    }))
+
+  it.effect("a push of many signed commits is verified on worker threads: a forged tip is refused, the genuine one passes; a removed key or rule applies to the next push", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const git = yield* gitClient
+      const repo = yield* createRepo(baseUrl, { slug: `sw-${process.pid}-${++counter}`, plan: "enterprise" })
+      const { head } = yield* pushedWorkTree(git, repo.url, "owner")
+      const bob = yield* addMember(baseUrl, repo.slug, `bob-${repo.slug}`)
+      const bobKey = yield* gpgKey("Bob <bob@example.com>")
+      const registered = yield* registerKey(baseUrl, bob.key, bobKey.armored)
+      const rule = yield* createRule(baseUrl, repo, {
+        branchPattern: "main",
+        requirePullRequest: false,
+        requireSignedCommits: true
+      })
+      const dir = git.dir("bob-many")
+      yield* git.ok(["clone", "-q", bob.url, dir])
+      let genuine = head
+      for (let i = 0; i < 24; i++) {
+        genuine = yield* signedCommit(git, dir, { [`f${i % 5}.txt`]: `${i}\n` }, `genuine ${i}`, bobKey)
+      }
+      const raw = yield* git.ok(["cat-file", "commit", genuine], { cwd: dir })
+      const forged = (yield* git.ok(["hash-object", "-t", "commit", "-w", "--stdin"], {
+        cwd: dir,
+        input: raw.replace("genuine 23", "forged 23")
+      })).trim()
+      yield* git.ok(["reset", "-q", "--hard", forged], { cwd: dir })
+      const answeredBefore = signatureWorkerStats.answered
+      const refused = yield* git.run(["push", "origin", "main"], { cwd: dir })
+      expect(refused.code).not.toBe(0)
+      expect(refused.stderr).toContain(
+        `protected branch: commit ${forged.slice(0, 7)} is not signed with a GPG key registered in this organization`
+      )
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(head)
+      expect(signatureWorkerStats.answered).toBeGreaterThan(answeredBefore)
+
+      yield* git.ok(["reset", "-q", "--hard", genuine], { cwd: dir })
+      const answeredForGenuine = signatureWorkerStats.answered
+      yield* git.ok(["push", "origin", "main"], { cwd: dir })
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(genuine)
+      expect(signatureWorkerStats.answered).toBeGreaterThan(answeredForGenuine)
+
+      // Nothing is cached between pushes: a removed key refuses the very next push, a removed rule lets it in.
+      const removedKey = yield* request(`${baseUrl}/api/v1/user/gpg-keys/${registered.id}`, {
+        method: "DELETE",
+        token: bob.key
+      })
+      expect(removedKey.status).toBe(204)
+      const next = yield* signedCommit(git, dir, { "next.txt": "next\n" }, "next", bobKey)
+      const unregistered = yield* git.run(["push", "origin", "main"], { cwd: dir })
+      expect(unregistered.code).not.toBe(0)
+      expect(unregistered.stderr).toContain(`protected branch: commit ${next.slice(0, 7)} is not signed`)
+      const removedRule = yield* request(
+        `${baseUrl}/api/v1/code/repos/${repo.slug}/${repo.name}/branches/protection/${rule.id}`,
+        { method: "DELETE", token: repo.key }
+      )
+      expect(removedRule.status).toBe(204)
+      yield* git.ok(["push", "origin", "main"], { cwd: dir })
+      expect(yield* branchSha(baseUrl, repo, "main")).toBe(next)
     }))
 })
