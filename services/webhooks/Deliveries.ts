@@ -51,6 +51,42 @@ export interface AttemptRecord {
   readonly status: DeliveryStatus
 }
 
+/** A claimed attempt: `dueAt` is the claim's time; `wasDueAt` when the delivery was due before it. */
+export interface ClaimedDelivery extends QueuedDelivery {
+  readonly wasDueAt: number
+}
+
+/** Rows of a claim statement (`RETURNING … was_due`), in queue order. */
+export const toClaimed = (
+  rows: ReadonlyArray<QueuedRow & { readonly was_due: string | number }>,
+  now: number
+): ReadonlyArray<ClaimedDelivery> =>
+  rows.map((row) => ({
+    seq: Number(row.seq),
+    id: row.id,
+    event: row.event,
+    payload: row.payload,
+    attempts: row.attempts,
+    // The claimed attempt is due now (the row's timer already points at the retry after it).
+    dueAt: now,
+    wasDueAt: Number(row.was_due)
+  })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
+
+/** An attempt as a row of the `jsonb_to_recordset` the log statements read (`r` in their SQL). */
+export const attemptRow = (attempt: AttemptRecord) => ({
+  seq: attempt.seq,
+  attempt: attempt.attempt,
+  startedAt: attempt.startedAt.toISOString(),
+  durationMs: attempt.durationMs,
+  requestHeaders: attempt.request.headers,
+  requestBody: attempt.request.body,
+  responseCode: attempt.response?.statusCode ?? null,
+  responseHeaders: attempt.response?.headers ?? null,
+  responseBody: attempt.response?.body ?? null,
+  error: attempt.error,
+  status: attempt.status
+})
+
 interface DeliveryRow {
   readonly seq: number | string
   readonly id: string
@@ -65,7 +101,7 @@ interface DeliveryRow {
   readonly next_attempt_at: Date
 }
 
-type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
+export type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
   readonly seq: string | number
   readonly due_at: string | number
 }
@@ -151,15 +187,26 @@ export class Deliveries extends Context.Service<Deliveries, {
   /** The next delivery to attempt: the earliest due, in queue order. */
   head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
-   * Claims the next attempt of the head delivery if it is due at `now` and has attempts
-   * left (`delays.length` attempts in all), in one statement: `attempts + 1` is committed and
-   * the timer moved to `now + delays[attempts]` — when the retry after this attempt is due,
-   * should the runner die while sending. None when nothing is claimable (see `head`).
-   * `attempts` of the result is the claimed attempt's number.
+   * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
+   * first), that have attempts left (`delays.length` attempts in all), in one statement: for
+   * each, `attempts + 1` is committed and the timer moved to `now + delays[attempts]` — when
+   * the retry after this attempt is due, should the runner die before logging it. Stops at
+   * the first delivery not due at `now`; empty when nothing is claimable (see `head`).
+   * `attempts` of each result is its claimed attempt's number; the order is queue order.
    */
-  claimNext(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
-  /** Logs an attempt and sets the delivery's status, in one statement. */
-  record(attempt: AttemptRecord): Effect.Effect<void>
+  claimDue(
+    webhookId: string,
+    now: number,
+    delays: ReadonlyArray<number>,
+    limit: number
+  ): Effect.Effect<ReadonlyArray<ClaimedDelivery>>
+  /**
+   * Gives back claims whose attempt was never started (the runner is stopping): the attempt
+   * count and timer return to what they were, so the delivery goes out next, on schedule.
+   */
+  release(claims: ReadonlyArray<ClaimedDelivery>): Effect.Effect<void>
+  /** Logs attempts and sets their deliveries' status, in one statement. */
+  recordAll(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<void>
   /** Ends a delivery without another attempt (attempts exhausted while a runner died). */
   fail(seq: number): Effect.Effect<void>
   /** Fails every pending delivery of an inactive webhook. */
@@ -226,23 +273,38 @@ export class Deliveries extends Context.Service<Deliveries, {
         return rows.length
       })
 
-      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
-        sql<QueuedRow>`
+      const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
+        const at = new Date(now).toISOString()
+        return sql<QueuedRow & { was_due: string | number }>`
           UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
-            next_attempt_at = ${new Date(now).toISOString()}::timestamptz
+            next_attempt_at = ${at}::timestamptz
               + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
           FROM (
-            SELECT seq FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-            ORDER BY next_attempt_at, seq LIMIT 1
+            SELECT seq, next_attempt_at AS was_due FROM webhook_deliveries
+            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at <= ${at}::timestamptz
+              AND attempts < ${delays.length}
+            ORDER BY next_attempt_at, seq LIMIT ${limit}
           ) AS head
-          WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
-            AND d.attempts < ${delays.length}
-          RETURNING d.seq, d.id, d.event, d.payload, d.attempts,
-            extract(epoch FROM d.next_attempt_at) * 1000 AS due_at`.pipe(
+          WHERE d.seq = head.seq
+          RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
+            extract(epoch FROM head.was_due) * 1000 AS was_due`.pipe(
           Effect.orDie,
-          // The claimed attempt is due now (the row's timer already points at the retry after it).
-          Effect.map((rows) => Option.map(firstQueued(rows), (claimed) => ({ ...claimed, dueAt: now })))
+          Effect.map((rows) => toClaimed(rows, now))
         )
+      }
+
+      const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
+        if (claims.length === 0) return Effect.void
+        const rows = claims.map((claim) => ({
+          seq: claim.seq,
+          attempts: claim.attempts,
+          due: new Date(claim.wasDueAt).toISOString()
+        }))
+        return Effect.orDie(sql`
+          UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = r.due
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(seq bigint, attempts integer, due timestamptz)
+          WHERE d.seq = r.seq AND d.attempts = r.attempts AND d.status = 'pending'`)
+      }
 
       const head = (webhookId: string) =>
         sql<QueuedRow>`
@@ -250,25 +312,27 @@ export class Deliveries extends Context.Service<Deliveries, {
           FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
           ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
 
-      const record = (attempt: AttemptRecord) => {
-        const startedAt = attempt.startedAt.toISOString()
+      const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
+        if (attempts.length === 0) return Effect.void
+        const rows = attempts.map(attemptRow)
         return Effect.orDie(sql`
-          WITH logged AS (
+          WITH r AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
+              seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
+              "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
+              "responseBody" text, error text, status text)
+          ), logged AS (
             INSERT INTO webhook_attempts (
               delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
               response_code, response_headers, response_body, error
-            ) VALUES (
-              ${attempt.seq}, ${attempt.attempt}, ${startedAt}::timestamptz, ${attempt.durationMs},
-              ${JSON.stringify(attempt.request.headers)}::jsonb, ${attempt.request.body},
-              ${attempt.response?.statusCode ?? null},
-              ${attempt.response === null ? null : JSON.stringify(attempt.response.headers)}::jsonb,
-              ${attempt.response?.body ?? null}, ${attempt.error}
-            ) ON CONFLICT DO NOTHING
+            )
+            SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode",
+              "responseHeaders", "responseBody", error
+            FROM r ON CONFLICT DO NOTHING
           )
-          UPDATE webhook_deliveries SET status = ${attempt.status},
-            response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
-            delivered_at = ${startedAt}::timestamptz
-          WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`)
+          UPDATE webhook_deliveries d SET status = r.status, response_code = r."responseCode",
+            duration_ms = r."durationMs", delivered_at = r."startedAt"
+          FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)
       }
 
       const fail = (seq: number) =>
@@ -337,8 +401,9 @@ export class Deliveries extends Context.Service<Deliveries, {
         enqueue,
         enqueueForEvents,
         head,
-        claimNext,
-        record,
+        claimDue,
+        release,
+        recordAll,
         fail,
         failPending,
         pendingWebhooks,

@@ -4,7 +4,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
 import { AttemptBatcher } from "./AttemptBatcher.ts"
-import { type AttemptRecord, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { type AttemptRecord, type ClaimedDelivery, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
 import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
@@ -12,6 +12,16 @@ import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
 
 /** The spec's connection timeout. */
 export const DELIVERY_TIMEOUT_MS = 30_000
+
+/**
+ * Deliveries of one webhook claimed together: one claim (and one log statement) per batch
+ * instead of per delivery; they are still sent one at a time, in order. The most a crash can
+ * leave claimed but unsent (those then go at their retry time, one attempt used).
+ */
+export const PREFETCH = 20
+
+/** How long a stopping webhook tries to log what it sent and give back what it did not. */
+const STOP_WAIT = "5 seconds"
 
 export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
 
@@ -127,7 +137,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
 
       /** Logs an attempt that failed or ended a failure streak; the streak after it, or "disabled". */
       const settle = Effect.fnUntraced(function*(target: WebhookTarget, ok: boolean, record: AttemptRecord) {
-        yield* deliveries.record(record)
+        yield* deliveries.recordAll([record])
         const finishedAt = yield* Clock.currentTimeMillis
         const disabled = yield* webhooks.noteOutcome(target.id, {
           ok,
@@ -140,6 +150,41 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         return "disabled" as const
       })
 
+      /**
+       * Sends a claimed batch one delivery at a time, in order. Successes of a webhook that
+       * is not failing are only collected (logged with the next claim); anything else is
+       * settled at once, after the successes before it. Returns the successes still to log,
+       * or "disabled". If the webhook stops meanwhile, the successes are logged and the
+       * claims not yet started given back (the one in flight keeps its claim: its outcome is
+       * unknown, so it is retried on schedule).
+       */
+      const sendBatch = (target: WebhookTarget, batch: ReadonlyArray<ClaimedDelivery>) => {
+        const done: Array<AttemptRecord> = []
+        let started = 0
+        return Effect.gen(function*() {
+          for (; started < batch.length; started++) {
+            const now = yield* Clock.currentTimeMillis
+            const { ok, record } = yield* sendAttempt(target, batch[started], now)
+            if (ok && target.failingSince === null) {
+              done.push(record)
+              continue
+            }
+            if (done.length > 0) yield* deliveries.recordAll(done.splice(0))
+            const failingSince = yield* settle(target, ok, record)
+            if (failingSince === "disabled") return "disabled" as const
+            target = { ...target, failingSince }
+          }
+          return { target, done }
+        }).pipe(
+          Effect.onInterrupt(() =>
+            Effect.all([
+              done.length === 0 ? Effect.void : deliveries.recordAll(done),
+              deliveries.release(batch.slice(started + 1))
+            ], { discard: true }).pipe(Effect.timeoutOption(STOP_WAIT), Effect.ignore)
+          )
+        )
+      }
+
       const deliverDue = Effect.fn("Dispatcher.deliverDue")(function*(webhookId: string) {
         const loaded = yield* webhooks.loadTarget(webhookId)
         if (Option.isNone(loaded)) return Option.none<number>()
@@ -149,23 +194,20 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           return Option.none<number>()
         }
         const delays = delaysOf(target)
-        // `claimedAt`: the time the last claim looked for a due delivery.
+        // `claimedAt`: the time the last claim looked for due deliveries.
         let claimedAt = yield* Clock.currentTimeMillis
-        let claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+        let batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
         while (true) {
-          if (Option.isSome(claimed)) {
-            const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
+          if (batch.length > 0) {
+            const sent = yield* sendBatch(target, batch)
+            if (sent === "disabled") return Option.none<number>()
+            target = sent.target
             claimedAt = yield* Clock.currentTimeMillis
-            if (ok && target.failingSince === null) {
-              // The hot path: log this attempt and claim the next, batched with other webhooks'.
-              claimed = yield* batcher.recordAndClaimNext(record, webhookId, claimedAt, delays)
-              continue
-            }
-            const failingSince = yield* settle(target, ok, record)
-            if (failingSince === "disabled") return Option.none<number>()
-            target = { ...target, failingSince }
-            claimedAt = yield* Clock.currentTimeMillis
-            claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+            // The hot path: log the batch's successes and claim the next batch, in one
+            // statement shared with other webhooks.
+            batch = sent.done.length > 0
+              ? yield* batcher.recordAndClaim(sent.done, webhookId, claimedAt, delays, PREFETCH)
+              : yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
             continue
           }
           // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
@@ -176,7 +218,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           // A runner died during the last attempt: nothing is left to try.
           if (head.value.attempts >= delays.length) yield* deliveries.fail(head.value.seq)
           claimedAt = yield* Clock.currentTimeMillis
-          claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+          batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
         }
       })
 
