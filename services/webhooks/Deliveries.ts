@@ -40,7 +40,11 @@ export interface AttemptRecord {
   readonly attempt: number
   readonly startedAt: Date
   readonly durationMs: number
-  readonly request: { readonly headers: Readonly<Record<string, string>>; readonly body: string }
+  readonly request: {
+    readonly headers: Readonly<Record<string, string>>
+    /** The logged body; null when it is exactly the delivery's payload (stored once, with the delivery). */
+    readonly body: string | null
+  }
   readonly response: {
     readonly statusCode: number
     readonly headers: Readonly<Record<string, string>>
@@ -121,7 +125,7 @@ interface AttemptRow {
   readonly started_at: Date
   readonly duration_ms: number
   readonly request_headers: Record<string, string>
-  readonly request_body: string
+  readonly request_body: string | null
   readonly response_code: number | null
   readonly response_headers: Record<string, string> | null
   readonly response_body: string | null
@@ -141,11 +145,11 @@ const toDelivery = (row: DeliveryRow): Delivery => ({
   nextAttemptAt: row.status === "pending" ? row.next_attempt_at.toISOString() : null
 })
 
-const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
+const toAttempt = (payload: string) => (row: AttemptRow): DeliveryAttempt => ({
   attempt: row.attempt,
   startedAt: row.started_at.toISOString(),
   durationMs: row.duration_ms,
-  request: { headers: row.request_headers, body: row.request_body },
+  request: { headers: row.request_headers, body: row.request_body ?? payload },
   response: row.response_code === null
     ? null
     : { statusCode: row.response_code, headers: row.response_headers ?? {}, body: row.response_body ?? "" },
@@ -375,7 +379,7 @@ export class Deliveries extends Context.Service<Deliveries, {
         const row = yield* findRow(webhookId, deliveryId)
         const attempts = yield* sql<AttemptRow>`
           SELECT * FROM webhook_attempts WHERE delivery_seq = ${row.seq} ORDER BY attempt`.pipe(Effect.orDie)
-        return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt) }
+        return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt(row.payload)) }
       })
 
       const payloadOf = (webhookId: string, deliveryId: string) =>

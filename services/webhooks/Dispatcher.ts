@@ -121,7 +121,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           attempt: number,
           startedAt: new Date(now),
           durationMs: result.durationMs,
-          request: { headers: request.headers, body: logText(request.body) },
+          // The body is the payload itself for JSON webhooks: logged by reference when it is whole.
+          request: {
+            headers: request.headers,
+            body: target.contentType === "application/json" && request.body.length <= LOG_BODY_BYTES
+              ? null
+              : logText(request.body)
+          },
           response: result._tag === "Response"
             ? { statusCode: result.statusCode, headers: result.headers, body: logText(result.body) }
             : null,
