@@ -3,9 +3,11 @@ import { SqlClient } from "effect/sql"
 import {
   type AttemptRecord,
   attemptRow,
+  CLAIM_EXPIRED,
   type ClaimedDelivery,
   Deliveries,
   type QueuedRow,
+  RECORD_SET,
   toClaimed
 } from "./Deliveries.ts"
 
@@ -61,12 +63,12 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
           delays: request.delays,
           limit: request.limit
         }))
-        return sql<QueuedRow & { n: number; was_due: string | number }>`
+        return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
           WITH r AS (
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(
               seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
               "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
-              "responseBody" text, error text, status text)
+              "responseBody" text, error text, status text, "retryAt" timestamptz)
           ), c AS (
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
               n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
@@ -79,25 +81,26 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
               "responseHeaders", "responseBody", error
             FROM r ON CONFLICT DO NOTHING
           ), recorded AS (
-            UPDATE webhook_deliveries d SET status = r.status, response_code = r."responseCode",
-              duration_ms = r."durationMs", delivered_at = r."startedAt"
+            UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
             FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt
           ), heads AS (
             -- The statement sees the rows as they were before it: the deliveries it logs are
             -- still pending there, so they are left out by hand.
-            SELECT c.n, h.seq, h.next_attempt_at AS was_due FROM c CROSS JOIN LATERAL (
-              SELECT seq, next_attempt_at FROM webhook_deliveries
-              WHERE webhook_id = c."webhookId" AND status = 'pending' AND next_attempt_at <= c.now
-                AND attempts < jsonb_array_length(c.delays) AND seq NOT IN (SELECT seq FROM r)
-              ORDER BY next_attempt_at, seq LIMIT c."limit"
+            SELECT c.n, h.seq, h.next_attempt_at AS was_due, h.claimed_at AS was_claimed
+            FROM c CROSS JOIN LATERAL (
+              SELECT w.seq, w.next_attempt_at, w.claimed_at FROM webhook_deliveries w
+              WHERE w.webhook_id = c."webhookId" AND w.status = 'pending' AND w.next_attempt_at <= c.now
+                AND w.attempts < jsonb_array_length(c.delays) AND w.seq NOT IN (SELECT seq FROM r)
+                AND ${sql.literal(CLAIM_EXPIRED("w", "c.delays", "c.now"))}
+              ORDER BY w.next_attempt_at, w.seq LIMIT c."limit"
             ) AS h
           )
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
-            next_attempt_at = c.now + make_interval(secs => (c.delays->>d.attempts)::float8 / 1000)
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = c.now
           FROM heads JOIN c ON c.n = heads.n
           WHERE d.seq = heads.seq
           RETURNING c.n, d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
-            extract(epoch FROM heads.was_due) * 1000 AS was_due`
+            extract(epoch FROM heads.was_due) * 1000 AS was_due,
+            extract(epoch FROM heads.was_claimed) * 1000 AS was_claimed`
       }
 
       const writer = Effect.gen(function*() {

@@ -53,16 +53,41 @@ export interface AttemptRecord {
   readonly error: string | null
   /** The delivery's status after this attempt. */
   readonly status: DeliveryStatus
+  /** When the next attempt is due (status pending). */
+  readonly retryAt: Date | null
 }
 
-/** A claimed attempt: `dueAt` is the claim's time; `wasDueAt` when the delivery was due before it. */
+/**
+ * SQL assignments logging an attempt `r` (see `attemptRow`) on its delivery `d`: a failed
+ * attempt with retries left moves the timer to its retry and ends the claim.
+ */
+export const RECORD_SET = `status = r.status, response_code = r."responseCode", duration_ms = r."durationMs",
+  delivered_at = r."startedAt",
+  next_attempt_at = CASE WHEN r.status = 'pending' THEN r."retryAt" ELSE d.next_attempt_at END,
+  claimed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE d.claimed_at END`
+
+/**
+ * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its
+ * last attempt died before logging it and the retry after that attempt is due at `now`.
+ * `delays` (jsonb, as in `claimDue`) and `now` are SQL expressions.
+ */
+export const CLAIM_EXPIRED = (row: string, delays: string, now: string) =>
+  `(${row}.claimed_at IS NULL OR ${row}.claimed_at + make_interval(secs => (${delays}->>(${row}.attempts - 1))::float8 / 1000) <= ${now})`
+
+/**
+ * A claimed attempt: `dueAt` is the claim's time; `wasDueAt` the delivery's place in the queue
+ * (`next_attempt_at`); `wasClaimedAt` the claim it replaced (a runner died during that attempt).
+ */
 export interface ClaimedDelivery extends QueuedDelivery {
   readonly wasDueAt: number
+  readonly wasClaimedAt: number | null
 }
 
 /** Rows of a claim statement (`RETURNING … was_due`), in queue order. */
 export const toClaimed = (
-  rows: ReadonlyArray<QueuedRow & { readonly was_due: string | number }>,
+  rows: ReadonlyArray<
+    QueuedRow & { readonly was_due: string | number; readonly was_claimed: string | number | null }
+  >,
   now: number
 ): ReadonlyArray<ClaimedDelivery> =>
   rows.map((row) => ({
@@ -73,7 +98,8 @@ export const toClaimed = (
     attempts: row.attempts,
     // The claimed attempt is due now (the row's timer already points at the retry after it).
     dueAt: now,
-    wasDueAt: Number(row.was_due)
+    wasDueAt: Number(row.was_due),
+    wasClaimedAt: row.was_claimed === null ? null : Number(row.was_claimed)
   })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
 
 /** An attempt as a row of the `jsonb_to_recordset` the log statements read (`r` in their SQL). */
@@ -88,7 +114,8 @@ export const attemptRow = (attempt: AttemptRecord) => ({
   responseHeaders: attempt.response?.headers ?? null,
   responseBody: attempt.response?.body ?? null,
   error: attempt.error,
-  status: attempt.status
+  status: attempt.status,
+  retryAt: attempt.retryAt?.toISOString() ?? null
 })
 
 interface DeliveryRow {
@@ -189,7 +216,7 @@ export class Deliveries extends Context.Service<Deliveries, {
    */
   enqueueForEvents(events: ReadonlyArray<SubscribedEvent>, at: number): Effect.Effect<number, SqlError>
   /** The next delivery to attempt: the earliest due, in queue order. */
-  head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
+  head(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
    * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
    * first), that have attempts left (`delays.length` attempts in all), in one statement: for
@@ -279,22 +306,23 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
         const at = new Date(now).toISOString()
-        return sql<QueuedRow & { was_due: string | number }>`
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
-            next_attempt_at = ${at}::timestamptz
-              + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
+        return sql<QueuedRow & { was_due: string | number; was_claimed: string | number | null }>`
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = ${at}::timestamptz
           FROM (
-            SELECT seq, next_attempt_at AS was_due FROM webhook_deliveries
-            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at <= ${at}::timestamptz
-              AND attempts < ${delays.length}
-            ORDER BY next_attempt_at, seq LIMIT ${limit}
+            SELECT w.seq, w.next_attempt_at AS was_due, w.claimed_at AS was_claimed
+            FROM (SELECT ${JSON.stringify(delays)}::jsonb AS delays, ${at}::timestamptz AS now) AS p
+            JOIN webhook_deliveries w ON w.webhook_id = ${webhookId} AND w.status = 'pending'
+              AND w.next_attempt_at <= p.now AND w.attempts < jsonb_array_length(p.delays)
+              AND ${sql.literal(CLAIM_EXPIRED("w", "p.delays", "p.now"))}
+            ORDER BY w.next_attempt_at, w.seq LIMIT ${limit}
           ) AS head
           WHERE d.seq = head.seq
           RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
-            extract(epoch FROM head.was_due) * 1000 AS was_due`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => toClaimed(rows, now))
-        )
+            extract(epoch FROM head.was_due) * 1000 AS was_due, extract(epoch FROM head.was_claimed) * 1000 AS was_claimed`
+          .pipe(
+            Effect.orDie,
+            Effect.map((rows) => toClaimed(rows, now))
+          )
       }
 
       const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
@@ -302,19 +330,35 @@ export class Deliveries extends Context.Service<Deliveries, {
         const rows = claims.map((claim) => ({
           seq: claim.seq,
           attempts: claim.attempts,
-          due: new Date(claim.wasDueAt).toISOString()
+          claimed: claim.wasClaimedAt === null ? null : new Date(claim.wasClaimedAt).toISOString()
         }))
         return Effect.orDie(sql`
-          UPDATE webhook_deliveries d SET attempts = d.attempts - 1, next_attempt_at = r.due
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(seq bigint, attempts integer, due timestamptz)
+          UPDATE webhook_deliveries d SET attempts = d.attempts - 1, claimed_at = r.claimed
+          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(seq bigint, attempts integer, claimed timestamptz)
           WHERE d.seq = r.seq AND d.attempts = r.attempts AND d.status = 'pending'`)
       }
 
-      const head = (webhookId: string) =>
-        sql<QueuedRow>`
-          SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
-          FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-          ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
+      const head = (webhookId: string, now: number, delays: ReadonlyArray<number>) => {
+        const at = new Date(now).toISOString()
+        const jsonDelays = JSON.stringify(delays)
+        // Rows due by their place in the queue are few when nothing is claimable (claims in
+        // flight or left by a dead runner, exhausted ones): their real time is computed;
+        // beyond them the index gives the next one.
+        return sql<QueuedRow>`
+          SELECT * FROM (
+            (SELECT seq, id, event, payload, attempts, extract(epoch FROM CASE WHEN claimed_at IS NULL
+                THEN next_attempt_at
+                ELSE claimed_at + make_interval(secs => (${jsonDelays}::jsonb->>(attempts - 1))::float8 / 1000)
+              END) * 1000 AS due_at
+            FROM webhook_deliveries
+            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at <= ${at}::timestamptz)
+            UNION ALL
+            (SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
+            FROM webhook_deliveries
+            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at > ${at}::timestamptz
+            ORDER BY next_attempt_at, seq LIMIT 1)
+          ) AS h ORDER BY due_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
+      }
 
       const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
         if (attempts.length === 0) return Effect.void
@@ -324,7 +368,7 @@ export class Deliveries extends Context.Service<Deliveries, {
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
               seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
               "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
-              "responseBody" text, error text, status text)
+              "responseBody" text, error text, status text, "retryAt" timestamptz)
           ), logged AS (
             INSERT INTO webhook_attempts (
               delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
@@ -334,8 +378,7 @@ export class Deliveries extends Context.Service<Deliveries, {
               "responseHeaders", "responseBody", error
             FROM r ON CONFLICT DO NOTHING
           )
-          UPDATE webhook_deliveries d SET status = r.status, response_code = r."responseCode",
-            duration_ms = r."durationMs", delivered_at = r."startedAt"
+          UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
           FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)
       }
 

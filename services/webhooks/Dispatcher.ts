@@ -136,7 +136,9 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             : ok
             ? null
             : `receiver answered ${result.statusCode}`,
-          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
+          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending",
+          // The retry after attempt n is due `delays[n - 1]` after its claim.
+          retryAt: ok || number > target.maxRetries ? null : new Date(claimed.dueAt + delaysOf(target)[number - 1])
         }
         return { ok, record }
       })
@@ -218,7 +220,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           }
           // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
           // attempts, or queued after the claim looked.
-          const head = yield* deliveries.head(webhookId)
+          const head = yield* deliveries.head(webhookId, claimedAt, delays)
           if (Option.isNone(head)) return Option.none<number>()
           if (head.value.dueAt > claimedAt) return Option.some(head.value.dueAt)
           // A runner died during the last attempt: nothing is left to try.
