@@ -113,7 +113,9 @@ const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<
 
 const main = async () => {
   const receiver = await startReceiver()
-  const { base, canopy, close, pg, pgDir, scope } = await startCanopyOnEmbeddedPostgres({ OUTBOUND_ALLOW_PRIVATE: "true" })
+  const { base, canopy, close, pg, pgDir, scope } = await startCanopyOnEmbeddedPostgres({
+    OUTBOUND_ALLOW_PRIVATE: "true"
+  })
   const sqlContext = await Effect.runPromise(
     Layer.buildWithScope(PgClient.layer({ url: Redacted.make(pg.url), maxConnections: 4 }), scope)
   )

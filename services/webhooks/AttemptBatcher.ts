@@ -1,15 +1,15 @@
 import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
+import { Deliveries } from "./Deliveries.ts"
 import {
   type AttemptRecord,
   attemptRow,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
-  Deliveries,
   type QueuedRow,
   RECORD_SET,
   toClaimed
-} from "./Deliveries.ts"
+} from "./DeliveryClaims.ts"
 
 /** One webhook's request: log these successful attempts, then claim its next due deliveries. */
 interface Request {

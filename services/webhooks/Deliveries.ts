@@ -4,9 +4,21 @@ import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
+import {
+  type AttemptRecord,
+  attemptRow,
+  CLAIM_EXPIRED,
+  type ClaimedDelivery,
+  type QueuedDelivery,
+  type QueuedRow,
+  RECORD_SET,
+  toClaimed
+} from "./DeliveryClaims.ts"
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
 export const WEBHOOKS_CHANNEL = "canopy_webhooks"
+
+export type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./DeliveryClaims.ts"
 
 export interface NewDelivery {
   readonly webhookId: string
@@ -25,99 +37,6 @@ export interface SubscribedEvent {
   readonly payload: string
 }
 
-/** The head of a webhook's queue. */
-export interface QueuedDelivery {
-  readonly seq: number
-  readonly id: string
-  readonly event: string
-  readonly payload: string
-  readonly attempts: number
-  readonly dueAt: number
-}
-
-export interface AttemptRecord {
-  readonly seq: number
-  readonly attempt: number
-  readonly startedAt: Date
-  readonly durationMs: number
-  readonly request: {
-    readonly headers: Readonly<Record<string, string>>
-    /** The logged body; null when it is exactly the delivery's payload (stored once, with the delivery). */
-    readonly body: string | null
-  }
-  readonly response: {
-    readonly statusCode: number
-    readonly headers: Readonly<Record<string, string>>
-    readonly body: string
-  } | null
-  readonly error: string | null
-  /** The delivery's status after this attempt. */
-  readonly status: DeliveryStatus
-  /** When the next attempt is due (status pending). */
-  readonly retryAt: Date | null
-}
-
-/**
- * SQL assignments logging an attempt `r` (see `attemptRow`) on its delivery `d`: a failed
- * attempt with retries left moves the timer to its retry and ends the claim.
- */
-export const RECORD_SET = `status = r.status, response_code = r."responseCode", duration_ms = r."durationMs",
-  delivered_at = r."startedAt",
-  next_attempt_at = CASE WHEN r.status = 'pending' THEN r."retryAt" ELSE d.next_attempt_at END,
-  claimed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE d.claimed_at END`
-
-/**
- * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its
- * last attempt died before logging it and the retry after that attempt is due at `now`.
- * `delays` (jsonb, as in `claimDue`) and `now` are SQL expressions.
- */
-export const CLAIM_EXPIRED = (row: string, delays: string, now: string) =>
-  `(${row}.claimed_at IS NULL OR ${row}.claimed_at + make_interval(secs => (${delays}->>(${row}.attempts - 1))::float8 / 1000) <= ${now})`
-
-/**
- * A claimed attempt: `dueAt` is the claim's time; `wasDueAt` the delivery's place in the queue
- * (`next_attempt_at`); `wasClaimedAt` the claim it replaced (a runner died during that attempt).
- */
-export interface ClaimedDelivery extends QueuedDelivery {
-  readonly wasDueAt: number
-  readonly wasClaimedAt: number | null
-}
-
-/** Rows of a claim statement (`RETURNING … was_due`), in queue order. */
-export const toClaimed = (
-  rows: ReadonlyArray<
-    QueuedRow & { readonly was_due: string | number; readonly was_claimed: string | number | null }
-  >,
-  now: number
-): ReadonlyArray<ClaimedDelivery> =>
-  rows.map((row) => ({
-    seq: Number(row.seq),
-    id: row.id,
-    event: row.event,
-    payload: row.payload,
-    attempts: row.attempts,
-    // The claimed attempt is due now (the row's timer already points at the retry after it).
-    dueAt: now,
-    wasDueAt: Number(row.was_due),
-    wasClaimedAt: row.was_claimed === null ? null : Number(row.was_claimed)
-  })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
-
-/** An attempt as a row of the `jsonb_to_recordset` the log statements read (`r` in their SQL). */
-export const attemptRow = (attempt: AttemptRecord) => ({
-  seq: attempt.seq,
-  attempt: attempt.attempt,
-  startedAt: attempt.startedAt.toISOString(),
-  durationMs: attempt.durationMs,
-  requestHeaders: attempt.request.headers,
-  requestBody: attempt.request.body,
-  responseCode: attempt.response?.statusCode ?? null,
-  responseHeaders: attempt.response?.headers ?? null,
-  responseBody: attempt.response?.body ?? null,
-  error: attempt.error,
-  status: attempt.status,
-  retryAt: attempt.retryAt?.toISOString() ?? null
-})
-
 interface DeliveryRow {
   readonly seq: number | string
   readonly id: string
@@ -130,11 +49,6 @@ interface DeliveryRow {
   readonly redelivery: boolean
   readonly created_at: Date
   readonly next_attempt_at: Date
-}
-
-export type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
-  readonly seq: string | number
-  readonly due_at: string | number
 }
 
 const firstQueued = (rows: ReadonlyArray<QueuedRow>): Option.Option<QueuedDelivery> =>
@@ -215,14 +129,14 @@ export class Deliveries extends Context.Service<Deliveries, {
    * The hot path: two statements for a whole batch of events.
    */
   enqueueForEvents(events: ReadonlyArray<SubscribedEvent>, at: number): Effect.Effect<number, SqlError>
-  /** The next delivery to attempt: the earliest due, in queue order. */
+  /** The next delivery to attempt: the earliest due at or after `now` (claims count at their retry time). */
   head(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
    * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
    * first), that have attempts left (`delays.length` attempts in all), in one statement: for
-   * each, `attempts + 1` is committed and the timer moved to `now + delays[attempts]` — when
-   * the retry after this attempt is due, should the runner die before logging it. Stops at
-   * the first delivery not due at `now`; empty when nothing is claimable (see `head`).
+   * each, `attempts + 1` and `claimed_at = now` are committed, so should the runner die
+   * before logging the attempt, its retry is due at `now + delays[attempts]` (see
+   * `DeliveryClaims.ts`). Empty when nothing is claimable (see `head`).
    * `attempts` of each result is its claimed attempt's number; the order is queue order.
    */
   claimDue(
@@ -334,7 +248,9 @@ export class Deliveries extends Context.Service<Deliveries, {
         }))
         return Effect.orDie(sql`
           UPDATE webhook_deliveries d SET attempts = d.attempts - 1, claimed_at = r.claimed
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(seq bigint, attempts integer, claimed timestamptz)
+          FROM jsonb_to_recordset(${
+          JSON.stringify(rows)
+        }::jsonb) AS r(seq bigint, attempts integer, claimed timestamptz)
           WHERE d.seq = r.seq AND d.attempts = r.attempts AND d.status = 'pending'`)
       }
 

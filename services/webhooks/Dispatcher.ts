@@ -57,10 +57,14 @@ const logText = (bytes: Buffer) => bytes.subarray(0, LOG_BODY_BYTES).toString("u
  * the due deliveries of its queue one at a time, earliest due first (new deliveries in event
  * order), and says when the next one is due.
  *
- * Each attempt is claimed before it is sent (`Deliveries.claim` commits `attempts + 1` and
- * moves the durable timer to when the retry after it would be due), so a runner that dies
- * while sending neither repeats that attempt nor loses the retry: the next attempt happens
- * at its scheduled time, on whichever runner then hosts the webhook.
+ * Each attempt is claimed before it is sent (`Deliveries.claimDue` commits `attempts + 1` and
+ * the claim's time, which makes the retry after it due at its scheduled time), so a runner
+ * that dies while sending neither repeats that attempt nor loses the retry: the next attempt
+ * happens at its scheduled time, on whichever runner then hosts the webhook. Up to
+ * `PREFETCH` deliveries are claimed at once and sent one after the other; their successes
+ * are logged with the next claim. A crash can therefore leave up to `PREFETCH` deliveries
+ * claimed but unsent or sent but unlogged: each goes out again at its retry time, as the
+ * next attempt (same delivery id) — never the same attempt twice, and no retry lost.
  */
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Attempts every due delivery; the time (ms) the next one is due, or none when the queue is empty. */
