@@ -14,6 +14,11 @@
  * (one sequential poster per webhook), `node:http` with a keep-alive agent like Canopy's sender
  * (BARE_KEEPALIVE=0: new connections per request, for comparison with older figures).
  *
+ * Also reports the CPU the Canopy process, Postgres (postmaster and backends) and this process
+ * (publisher and receiver; for the bare loop, poster and receiver) spent per delivery in
+ * phase 1, from /proc, and the load average: throughput on a shared machine follows the other
+ * processes, CPU per delivery much less.
+ *
  * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
  */
 import { PgClient } from "@effect/sql-pg"

@@ -2,10 +2,12 @@ import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect
 import { SqlClient } from "effect/sql"
 import { Deliveries } from "./Deliveries.ts"
 import {
+  ATTEMPT_COLUMNS,
   type AttemptRecord,
   attemptRow,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
+  LOG_ATTEMPTS,
   type QueuedRow,
   RECORD_SET,
   toClaimed
@@ -65,21 +67,12 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
         }))
         return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
           WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(
-              seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
-              "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
-              "responseBody" text, error text, status text, "retryAt" timestamptz)
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
           ), c AS (
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
               n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
           ), logged AS (
-            INSERT INTO webhook_attempts (
-              delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
-              response_code, response_headers, response_body, error
-            )
-            SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode",
-              "responseHeaders", "responseBody", error
-            FROM r ON CONFLICT DO NOTHING
+            ${sql.literal(LOG_ATTEMPTS)}
           ), recorded AS (
             UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
             FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt

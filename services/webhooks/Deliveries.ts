@@ -5,10 +5,12 @@ import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
+  ATTEMPT_COLUMNS,
   type AttemptRecord,
   attemptRow,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
+  LOG_ATTEMPTS,
   type QueuedDelivery,
   type QueuedRow,
   RECORD_SET,
@@ -281,18 +283,9 @@ export class Deliveries extends Context.Service<Deliveries, {
         const rows = attempts.map(attemptRow)
         return Effect.orDie(sql`
           WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-              seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
-              "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
-              "responseBody" text, error text, status text, "retryAt" timestamptz)
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
           ), logged AS (
-            INSERT INTO webhook_attempts (
-              delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
-              response_code, response_headers, response_body, error
-            )
-            SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode",
-              "responseHeaders", "responseBody", error
-            FROM r ON CONFLICT DO NOTHING
+            ${sql.literal(LOG_ATTEMPTS)}
           )
           UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
           FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)

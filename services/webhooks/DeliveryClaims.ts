@@ -40,6 +40,18 @@ export interface AttemptRecord {
   readonly retryAt: Date | null
 }
 
+/** SQL: the columns of the `jsonb_to_recordset` of `attemptRow`s, aliased `r`. */
+export const ATTEMPT_COLUMNS = `seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
+  "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb, "responseBody" text,
+  error text, status text, "retryAt" timestamptz`
+
+/** SQL: logs the attempts `r` (an attempt logged before is left as it is). */
+export const LOG_ATTEMPTS = `INSERT INTO webhook_attempts (delivery_seq, attempt, started_at, duration_ms,
+  request_headers, request_body, response_code, response_headers, response_body, error)
+  SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode", "responseHeaders",
+    "responseBody", error
+  FROM r ON CONFLICT DO NOTHING`
+
 /**
  * SQL assignments logging an attempt `r` (see `attemptRow`) on its delivery `d`: a failed
  * attempt with retries left moves the timer to its retry and ends the claim.
