@@ -14,6 +14,11 @@
  * (one sequential poster per webhook), `node:http` with a keep-alive agent like Canopy's sender
  * (BARE_KEEPALIVE=0: new connections per request, for comparison with older figures).
  *
+ * Also reports the CPU the Canopy process, Postgres (postmaster and backends) and this process
+ * (publisher and receiver; for the bare loop, poster and receiver) spent per delivery in
+ * phase 1, from /proc, and the load average: throughput on a shared machine follows the other
+ * processes, CPU per delivery much less.
+ *
  * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
  */
 import { PgClient } from "@effect/sql-pg"
@@ -24,6 +29,7 @@ import type { AddressInfo } from "node:net"
 import { MonitorStatusEvent } from "../schemas/Monitoring.ts"
 import { publishAll } from "../services/platform/Events.ts"
 import { makeSendAgents } from "../services/webhooks/Sender.ts"
+import { cpuMs, loadAverage, postgresCpuMs } from "./cpu.ts"
 import { benchAdminToken, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
 
 const env = (name: string, fallback: number) => {
@@ -112,7 +118,9 @@ const bareLoop = async (target: (hook: number) => string, payloads: Array<Array<
 
 const main = async () => {
   const receiver = await startReceiver()
-  const { base, close, pg, scope } = await startCanopyOnEmbeddedPostgres({ OUTBOUND_ALLOW_PRIVATE: "true" })
+  const { base, canopy, close, pg, pgDir, scope } = await startCanopyOnEmbeddedPostgres({
+    OUTBOUND_ALLOW_PRIVATE: "true"
+  })
   const sqlContext = await Effect.runPromise(
     Layer.buildWithScope(PgClient.layer({ url: Redacted.make(pg.url), maxConnections: 4 }), scope)
   )
@@ -158,6 +166,7 @@ const main = async () => {
         Number(rows[0].n)
       )
     const commitsBefore = await commitsNow()
+    const cpu0 = { canopy: cpuMs(canopy.pid!), pg: postgresCpuMs(pgDir), bench: process.cpuUsage() }
     const committedAt = new Array<number>(EVENTS)
     const first = performance.now() + performance.timeOrigin
     for (let start = 0; start < EVENTS; start += BATCH) {
@@ -172,7 +181,14 @@ const main = async () => {
     }
     const expected = EVENTS * HOOKS_PER_ORG
     const deadline = Date.now() + 600_000
-    while (receiver.count() < expected && Date.now() < deadline) await sleep(100)
+    while (receiver.count() < expected && Date.now() < deadline) await sleep(20)
+    const benchCpu = process.cpuUsage(cpu0.bench)
+    const cpu = {
+      canopy: cpuMs(canopy.pid!) - cpu0.canopy,
+      pg: postgresCpuMs(pgDir) - cpu0.pg,
+      bench: (benchCpu.user + benchCpu.system) / 1000
+    }
+    const load = loadAverage()
     const latencies: Array<number> = []
     let last = 0
     for (let i = 0; i < EVENTS; i++) {
@@ -235,7 +251,9 @@ const main = async () => {
         }))
       }
     }
+    const bareCpu0 = process.cpuUsage()
     const bareMs = await bareLoop((hook) => receiver.url(`/bare/${hook}`), payloads)
+    const bareCpu = process.cpuUsage(bareCpu0)
     const bareRate = expected / (bareMs / 1000)
 
     printTable([
@@ -246,7 +264,10 @@ const main = async () => {
         "commit→receipt p50 ms": percentile(latencies, 50),
         "p99 ms": percentile(latencies, 99),
         "retry lateness p99 ms": percentile(late, 99),
-        "retries measured": late.length
+        "retries measured": late.length,
+        "canopy CPU µs/delivery": (cpu.canopy * 1000) / expected,
+        "postgres CPU µs/delivery": (cpu.pg * 1000) / expected,
+        "bench CPU µs/delivery": (cpu.bench * 1000) / expected
       },
       {
         run: "bare node loop",
@@ -255,10 +276,14 @@ const main = async () => {
         "commit→receipt p50 ms": "-",
         "p99 ms": "-",
         "retry lateness p99 ms": "-",
-        "retries measured": "-"
+        "retries measured": "-",
+        "canopy CPU µs/delivery": "-",
+        "postgres CPU µs/delivery": "-",
+        "bench CPU µs/delivery": ((bareCpu.user + bareCpu.system) / 1000 * 1000) / expected
       }
     ])
-    console.log(`\nratio canopy / bare loop: ${(canopyRate / bareRate).toFixed(2)}`)
+    console.log(`\nratio canopy / bare loop: ${(canopyRate / bareRate).toFixed(2)}; load average ${load} (1 min)`)
+    console.log("bench CPU: this process (publisher and receiver; for the bare loop, poster and receiver)")
   } finally {
     await close()
     await receiver.close()

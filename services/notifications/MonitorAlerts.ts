@@ -14,8 +14,9 @@ import { enqueueMails, type OutboxMail } from "./MailOutbox.ts"
  * the organization's owners and admins and the monitor's `alertEmails` get an e-mail
  * through the durable outbox.
  *
- * - Once per transition: a durable Events consumer reads `monitor.status`; the mails'
- *   idempotency keys carry the event id, so a replayed event enqueues nothing new.
+ * - Once per transition: a durable Events consumer reads `monitor.status` in batches (all or
+ *   nothing per batch); the mails' idempotency keys carry the event id, so a replayed event
+ *   enqueues nothing new.
  * - Reminders: while a monitor stays down, a sweep on every runner enqueues one reminder per
  *   full hour of downtime, keyed by the outage and the hour, so runners never double up.
  */
@@ -178,8 +179,31 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
     }
   }))
 
+  /**
+   * A batch of `monitor.status` events in outbox order. Only transitions of monitors that
+   * still exist can alert, and one statement finds those for the whole batch, so a burst of
+   * events about deleted monitors costs one query, not one savepoint and query each.
+   */
+  const onStatuses = (batch: ReadonlyArray<DomainEvent>) =>
+    Effect.gen(function*() {
+      const ids = [
+        ...new Set(batch.flatMap((event) => {
+          const decoded = MonitorStatusEvent.match(event)
+          return Option.isSome(decoded) ? [decoded.value.monitorId] : []
+        }))
+      ]
+      const existing = ids.length === 0 ? [] : yield* sql<{ id: string }>`
+        SELECT id FROM monitors WHERE id IN ${sql.in(ids)}`
+      const known = new Set(existing.map((row) => row.id))
+      for (const event of batch) {
+        const decoded = MonitorStatusEvent.match(event)
+        if (Option.isSome(decoded) && !known.has(decoded.value.monitorId)) continue
+        yield* onStatus(event)
+      }
+    })
+
   const sweep = sweepReminders.pipe(Effect.provideService(SqlClient.SqlClient, sql))
-  yield* events.consume("notifications.monitor-alerts", onStatus, { types: ["monitor.status"], from: "now" })
+  yield* events.consumeBatch("notifications.monitor-alerts", onStatuses, { types: ["monitor.status"], from: "now" })
   yield* sweep.pipe(
     Effect.catchCause((cause) =>
       Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logWarning("MonitorAlerts: sweep failed", cause)

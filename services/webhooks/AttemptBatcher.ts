@@ -1,96 +1,99 @@
-import { Cause, Context, Deferred, Effect, Layer, Option, Queue } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
-import type { AttemptRecord, QueuedDelivery } from "./Deliveries.ts"
+import { Deliveries } from "./Deliveries.ts"
+import {
+  ATTEMPT_COLUMNS,
+  type AttemptRecord,
+  attemptRow,
+  CLAIM_EXPIRED,
+  type ClaimedDelivery,
+  LOG_ATTEMPTS,
+  type QueuedRow,
+  RECORD_SET,
+  toClaimed
+} from "./DeliveryClaims.ts"
 
-/** One webhook's request: log this successful attempt, then claim its next due delivery. */
+/** One webhook's request: log these successful attempts, then claim its next due deliveries. */
 interface Request {
-  readonly attempt: AttemptRecord
+  readonly attempts: ReadonlyArray<AttemptRecord>
   readonly webhookId: string
   readonly now: number
   readonly delays: ReadonlyArray<number>
-  readonly reply: Deferred.Deferred<Option.Option<QueuedDelivery>>
+  readonly limit: number
+  readonly reply: Deferred.Deferred<ReadonlyArray<ClaimedDelivery>>
 }
 
-/** Rows per statement at most. */
+/** Requests per statement at most. */
 const MAX_BATCH = 200
 /** Statements in flight at once. */
 const WRITERS = 2
+/** How long a stopping webhook waits for a statement in flight before leaving its claims to their timers. */
+const RELEASE_WAIT = Duration.seconds(5)
 
 /**
- * The hot path of deliveries across every webhook of a runner: "log my successful attempt
- * and claim my next delivery" requests of many webhooks go to Postgres together, in one
- * statement, instead of one statement (one commit) per delivery. No timer: a writer takes
+ * The hot path of deliveries across every webhook of a runner: "log my successful attempts
+ * and claim my next deliveries" requests of many webhooks go to Postgres together, in one
+ * statement, instead of one statement (one commit) per webhook. No timer: a writer takes
  * whatever queued while the previous statement ran (1 to 200 requests), so a lone request
  * goes at once and a busy runner writes in large batches.
  *
  * Per webhook nothing changes: its entity waits for the reply before its next attempt, so
- * one delivery at a time in queue order; the claim rules are `Deliveries.claimNext`'s.
+ * one delivery at a time in queue order; the claim rules are `Deliveries.claimDue`'s.
  */
 export class AttemptBatcher extends Context.Service<AttemptBatcher, {
-  readonly recordAndClaimNext: (
-    attempt: AttemptRecord,
+  readonly recordAndClaim: (
+    attempts: ReadonlyArray<AttemptRecord>,
     webhookId: string,
     now: number,
-    delays: ReadonlyArray<number>
-  ) => Effect.Effect<Option.Option<QueuedDelivery>>
+    delays: ReadonlyArray<number>,
+    limit: number
+  ) => Effect.Effect<ReadonlyArray<ClaimedDelivery>>
 }>()("canopy/webhooks/AttemptBatcher") {
   static readonly layer = Layer.effect(
     AttemptBatcher,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
+      const deliveries = yield* Deliveries
       const queue = yield* Queue.unbounded<Request>()
 
       const write = (requests: ReadonlyArray<Request>) => {
-        const rows = requests.map((request, n) => {
-          const { attempt } = request
-          return {
-            n,
-            seq: attempt.seq,
-            attempt: attempt.attempt,
-            startedAt: attempt.startedAt.toISOString(),
-            durationMs: attempt.durationMs,
-            requestHeaders: attempt.request.headers,
-            requestBody: attempt.request.body,
-            responseCode: attempt.response?.statusCode ?? null,
-            responseHeaders: attempt.response?.headers ?? null,
-            responseBody: attempt.response?.body ?? null,
-            error: attempt.error,
-            status: attempt.status,
-            webhookId: request.webhookId,
-            now: new Date(request.now).toISOString(),
-            delays: request.delays
-          }
-        })
-        return sql<{ n: number; seq: string | number; id: string; event: string; payload: string; attempts: number }>`
+        const logged = requests.flatMap((request) => request.attempts.map(attemptRow))
+        const claims = requests.map((request, n) => ({
+          n,
+          webhookId: request.webhookId,
+          now: new Date(request.now).toISOString(),
+          delays: request.delays,
+          limit: request.limit
+        }))
+        return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
           WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(
-              n integer, seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
-              "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb,
-              "responseBody" text, error text, status text, "webhookId" text, now timestamptz, delays jsonb)
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
+          ), c AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
+              n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
           ), logged AS (
-            INSERT INTO webhook_attempts (
-              delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
-              response_code, response_headers, response_body, error
-            )
-            SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode",
-              "responseHeaders", "responseBody", error
-            FROM r ON CONFLICT DO NOTHING
+            ${sql.literal(LOG_ATTEMPTS)}
           ), recorded AS (
-            UPDATE webhook_deliveries d SET status = r.status, response_code = r."responseCode",
-              duration_ms = r."durationMs", delivered_at = r."startedAt"
+            UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
             FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt
           ), heads AS (
-            SELECT r.n, h.seq FROM r CROSS JOIN LATERAL (
-              SELECT seq FROM webhook_deliveries
-              WHERE webhook_id = r."webhookId" AND status = 'pending' AND seq <> r.seq
-              ORDER BY next_attempt_at, seq LIMIT 1
+            -- The statement sees the rows as they were before it: the deliveries it logs are
+            -- still pending there, so they are left out by hand.
+            SELECT c.n, h.seq, h.next_attempt_at AS was_due, h.claimed_at AS was_claimed
+            FROM c CROSS JOIN LATERAL (
+              SELECT w.seq, w.next_attempt_at, w.claimed_at FROM webhook_deliveries w
+              WHERE w.webhook_id = c."webhookId" AND w.status = 'pending' AND w.next_attempt_at <= c.now
+                AND w.attempts < jsonb_array_length(c.delays) AND w.seq NOT IN (SELECT seq FROM r)
+                AND ${sql.literal(CLAIM_EXPIRED("w", "c.delays", "c.now"))}
+              ORDER BY w.next_attempt_at, w.seq LIMIT c."limit"
             ) AS h
           )
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
-            next_attempt_at = r.now + make_interval(secs => (r.delays->>d.attempts)::float8 / 1000)
-          FROM heads JOIN r ON r.n = heads.n
-          WHERE d.seq = heads.seq AND d.next_attempt_at <= r.now AND d.attempts < jsonb_array_length(r.delays)
-          RETURNING r.n, d.seq, d.id, d.event, d.payload, d.attempts`
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = c.now
+          FROM heads JOIN c ON c.n = heads.n
+          WHERE d.seq = heads.seq
+          RETURNING c.n, d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
+            extract(epoch FROM heads.was_due) * 1000 AS was_due,
+            extract(epoch FROM heads.was_claimed) * 1000 AS was_claimed`
       }
 
       const writer = Effect.gen(function*() {
@@ -103,41 +106,43 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
             for (const request of requests) Deferred.doneUnsafe(request.reply, Effect.die(Cause.squash(exit.cause)))
             continue
           }
-          const claimed = new Map(exit.value.map((row) => [row.n, row]))
-          requests.forEach((request, n) => {
-            const row = claimed.get(n)
-            Deferred.doneUnsafe(
-              request.reply,
-              Effect.succeed(
-                row === undefined ? Option.none() : Option.some({
-                  seq: Number(row.seq),
-                  id: row.id,
-                  event: row.event,
-                  payload: row.payload,
-                  attempts: row.attempts,
-                  // The claimed attempt is due now (the row's timer points at the retry after it).
-                  dueAt: request.now
-                })
-              )
-            )
-          })
+          const claimed = new Map<number, Array<(typeof exit.value)[number]>>()
+          for (const row of exit.value) {
+            const rows = claimed.get(row.n) ?? []
+            rows.push(row)
+            claimed.set(row.n, rows)
+          }
+          requests.forEach((request, n) =>
+            Deferred.doneUnsafe(request.reply, Effect.succeed(toClaimed(claimed.get(n) ?? [], request.now)))
+          )
         }
       })
       for (let n = 0; n < WRITERS; n++) yield* Effect.forkScoped(writer)
 
-      const recordAndClaimNext = (
-        attempt: AttemptRecord,
+      const recordAndClaim = (
+        attempts: ReadonlyArray<AttemptRecord>,
         webhookId: string,
         now: number,
-        delays: ReadonlyArray<number>
+        delays: ReadonlyArray<number>,
+        limit: number
       ) =>
         Effect.gen(function*() {
-          const reply = yield* Deferred.make<Option.Option<QueuedDelivery>>()
-          yield* Queue.offer(queue, { attempt, webhookId, now, delays, reply })
-          return yield* Deferred.await(reply)
+          const reply = yield* Deferred.make<ReadonlyArray<ClaimedDelivery>>()
+          yield* Queue.offer(queue, { attempts, webhookId, now, delays, limit, reply })
+          // A webhook stopped while its statement runs gives back what the statement claims
+          // for it (nobody will send those now); past the wait, they go at their retry time.
+          return yield* Deferred.await(reply).pipe(
+            Effect.onInterrupt(() =>
+              Deferred.await(reply).pipe(
+                Effect.flatMap(deliveries.release),
+                Effect.timeoutOption(RELEASE_WAIT),
+                Effect.ignore
+              )
+            )
+          )
         })
 
-      return AttemptBatcher.of({ recordAndClaimNext })
+      return AttemptBatcher.of({ recordAndClaim })
     })
   )
 }

@@ -4,9 +4,23 @@ import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
+import {
+  ATTEMPT_COLUMNS,
+  type AttemptRecord,
+  attemptRow,
+  CLAIM_EXPIRED,
+  type ClaimedDelivery,
+  LOG_ATTEMPTS,
+  type QueuedDelivery,
+  type QueuedRow,
+  RECORD_SET,
+  toClaimed
+} from "./DeliveryClaims.ts"
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
 export const WEBHOOKS_CHANNEL = "canopy_webhooks"
+
+export type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./DeliveryClaims.ts"
 
 export interface NewDelivery {
   readonly webhookId: string
@@ -25,32 +39,6 @@ export interface SubscribedEvent {
   readonly payload: string
 }
 
-/** The head of a webhook's queue. */
-export interface QueuedDelivery {
-  readonly seq: number
-  readonly id: string
-  readonly event: string
-  readonly payload: string
-  readonly attempts: number
-  readonly dueAt: number
-}
-
-export interface AttemptRecord {
-  readonly seq: number
-  readonly attempt: number
-  readonly startedAt: Date
-  readonly durationMs: number
-  readonly request: { readonly headers: Readonly<Record<string, string>>; readonly body: string }
-  readonly response: {
-    readonly statusCode: number
-    readonly headers: Readonly<Record<string, string>>
-    readonly body: string
-  } | null
-  readonly error: string | null
-  /** The delivery's status after this attempt. */
-  readonly status: DeliveryStatus
-}
-
 interface DeliveryRow {
   readonly seq: number | string
   readonly id: string
@@ -63,11 +51,6 @@ interface DeliveryRow {
   readonly redelivery: boolean
   readonly created_at: Date
   readonly next_attempt_at: Date
-}
-
-type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
-  readonly seq: string | number
-  readonly due_at: string | number
 }
 
 const firstQueued = (rows: ReadonlyArray<QueuedRow>): Option.Option<QueuedDelivery> =>
@@ -85,7 +68,7 @@ interface AttemptRow {
   readonly started_at: Date
   readonly duration_ms: number
   readonly request_headers: Record<string, string>
-  readonly request_body: string
+  readonly request_body: string | null
   readonly response_code: number | null
   readonly response_headers: Record<string, string> | null
   readonly response_body: string | null
@@ -105,11 +88,11 @@ const toDelivery = (row: DeliveryRow): Delivery => ({
   nextAttemptAt: row.status === "pending" ? row.next_attempt_at.toISOString() : null
 })
 
-const toAttempt = (row: AttemptRow): DeliveryAttempt => ({
+const toAttempt = (payload: string) => (row: AttemptRow): DeliveryAttempt => ({
   attempt: row.attempt,
   startedAt: row.started_at.toISOString(),
   durationMs: row.duration_ms,
-  request: { headers: row.request_headers, body: row.request_body },
+  request: { headers: row.request_headers, body: row.request_body ?? payload },
   response: row.response_code === null
     ? null
     : { statusCode: row.response_code, headers: row.response_headers ?? {}, body: row.response_body ?? "" },
@@ -148,18 +131,29 @@ export class Deliveries extends Context.Service<Deliveries, {
    * The hot path: two statements for a whole batch of events.
    */
   enqueueForEvents(events: ReadonlyArray<SubscribedEvent>, at: number): Effect.Effect<number, SqlError>
-  /** The next delivery to attempt: the earliest due, in queue order. */
-  head(webhookId: string): Effect.Effect<Option.Option<QueuedDelivery>>
+  /** The next delivery to attempt: the earliest due at or after `now` (claims count at their retry time). */
+  head(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
-   * Claims the next attempt of the head delivery if it is due at `now` and has attempts
-   * left (`delays.length` attempts in all), in one statement: `attempts + 1` is committed and
-   * the timer moved to `now + delays[attempts]` — when the retry after this attempt is due,
-   * should the runner die while sending. None when nothing is claimable (see `head`).
-   * `attempts` of the result is the claimed attempt's number.
+   * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
+   * first), that have attempts left (`delays.length` attempts in all), in one statement: for
+   * each, `attempts + 1` and `claimed_at = now` are committed, so should the runner die
+   * before logging the attempt, its retry is due at `now + delays[attempts]` (see
+   * `DeliveryClaims.ts`). Empty when nothing is claimable (see `head`).
+   * `attempts` of each result is its claimed attempt's number; the order is queue order.
    */
-  claimNext(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
-  /** Logs an attempt and sets the delivery's status, in one statement. */
-  record(attempt: AttemptRecord): Effect.Effect<void>
+  claimDue(
+    webhookId: string,
+    now: number,
+    delays: ReadonlyArray<number>,
+    limit: number
+  ): Effect.Effect<ReadonlyArray<ClaimedDelivery>>
+  /**
+   * Gives back claims whose attempt was never started (the runner is stopping): the attempt
+   * count and timer return to what they were, so the delivery goes out next, on schedule.
+   */
+  release(claims: ReadonlyArray<ClaimedDelivery>): Effect.Effect<void>
+  /** Logs attempts and sets their deliveries' status, in one statement. */
+  recordAll(attempts: ReadonlyArray<AttemptRecord>): Effect.Effect<void>
   /** Ends a delivery without another attempt (attempts exhausted while a runner died). */
   fail(seq: number): Effect.Effect<void>
   /** Fails every pending delivery of an inactive webhook. */
@@ -226,49 +220,75 @@ export class Deliveries extends Context.Service<Deliveries, {
         return rows.length
       })
 
-      const claimNext = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
-        sql<QueuedRow>`
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1,
-            next_attempt_at = ${new Date(now).toISOString()}::timestamptz
-              + make_interval(secs => (${JSON.stringify(delays)}::jsonb->>d.attempts)::float8 / 1000)
+      const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
+        const at = new Date(now).toISOString()
+        return sql<QueuedRow & { was_due: string | number; was_claimed: string | number | null }>`
+          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = ${at}::timestamptz
           FROM (
-            SELECT seq FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-            ORDER BY next_attempt_at, seq LIMIT 1
+            SELECT w.seq, w.next_attempt_at AS was_due, w.claimed_at AS was_claimed
+            FROM (SELECT ${JSON.stringify(delays)}::jsonb AS delays, ${at}::timestamptz AS now) AS p
+            JOIN webhook_deliveries w ON w.webhook_id = ${webhookId} AND w.status = 'pending'
+              AND w.next_attempt_at <= p.now AND w.attempts < jsonb_array_length(p.delays)
+              AND ${sql.literal(CLAIM_EXPIRED("w", "p.delays", "p.now"))}
+            ORDER BY w.next_attempt_at, w.seq LIMIT ${limit}
           ) AS head
-          WHERE d.seq = head.seq AND d.next_attempt_at <= ${new Date(now).toISOString()}::timestamptz
-            AND d.attempts < ${delays.length}
-          RETURNING d.seq, d.id, d.event, d.payload, d.attempts,
-            extract(epoch FROM d.next_attempt_at) * 1000 AS due_at`.pipe(
-          Effect.orDie,
-          // The claimed attempt is due now (the row's timer already points at the retry after it).
-          Effect.map((rows) => Option.map(firstQueued(rows), (claimed) => ({ ...claimed, dueAt: now })))
-        )
-
-      const head = (webhookId: string) =>
-        sql<QueuedRow>`
-          SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
-          FROM webhook_deliveries WHERE webhook_id = ${webhookId} AND status = 'pending'
-          ORDER BY next_attempt_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
-
-      const record = (attempt: AttemptRecord) => {
-        const startedAt = attempt.startedAt.toISOString()
-        return Effect.orDie(sql`
-          WITH logged AS (
-            INSERT INTO webhook_attempts (
-              delivery_seq, attempt, started_at, duration_ms, request_headers, request_body,
-              response_code, response_headers, response_body, error
-            ) VALUES (
-              ${attempt.seq}, ${attempt.attempt}, ${startedAt}::timestamptz, ${attempt.durationMs},
-              ${JSON.stringify(attempt.request.headers)}::jsonb, ${attempt.request.body},
-              ${attempt.response?.statusCode ?? null},
-              ${attempt.response === null ? null : JSON.stringify(attempt.response.headers)}::jsonb,
-              ${attempt.response?.body ?? null}, ${attempt.error}
-            ) ON CONFLICT DO NOTHING
+          WHERE d.seq = head.seq
+          RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
+            extract(epoch FROM head.was_due) * 1000 AS was_due, extract(epoch FROM head.was_claimed) * 1000 AS was_claimed`
+          .pipe(
+            Effect.orDie,
+            Effect.map((rows) => toClaimed(rows, now))
           )
-          UPDATE webhook_deliveries SET status = ${attempt.status},
-            response_code = ${attempt.response?.statusCode ?? null}, duration_ms = ${attempt.durationMs},
-            delivered_at = ${startedAt}::timestamptz
-          WHERE seq = ${attempt.seq} AND attempts = ${attempt.attempt}`)
+      }
+
+      const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
+        if (claims.length === 0) return Effect.void
+        const rows = claims.map((claim) => ({
+          seq: claim.seq,
+          attempts: claim.attempts,
+          claimed: claim.wasClaimedAt === null ? null : new Date(claim.wasClaimedAt).toISOString()
+        }))
+        return Effect.orDie(sql`
+          UPDATE webhook_deliveries d SET attempts = d.attempts - 1, claimed_at = r.claimed
+          FROM jsonb_to_recordset(${
+          JSON.stringify(rows)
+        }::jsonb) AS r(seq bigint, attempts integer, claimed timestamptz)
+          WHERE d.seq = r.seq AND d.attempts = r.attempts AND d.status = 'pending'`)
+      }
+
+      const head = (webhookId: string, now: number, delays: ReadonlyArray<number>) => {
+        const at = new Date(now).toISOString()
+        const jsonDelays = JSON.stringify(delays)
+        // Rows due by their place in the queue are few when nothing is claimable (claims in
+        // flight or left by a dead runner, exhausted ones): their real time is computed;
+        // beyond them the index gives the next one.
+        return sql<QueuedRow>`
+          SELECT * FROM (
+            (SELECT seq, id, event, payload, attempts, extract(epoch FROM CASE WHEN claimed_at IS NULL
+                THEN next_attempt_at
+                ELSE claimed_at + make_interval(secs => (${jsonDelays}::jsonb->>(attempts - 1))::float8 / 1000)
+              END) * 1000 AS due_at
+            FROM webhook_deliveries
+            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at <= ${at}::timestamptz)
+            UNION ALL
+            (SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
+            FROM webhook_deliveries
+            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at > ${at}::timestamptz
+            ORDER BY next_attempt_at, seq LIMIT 1)
+          ) AS h ORDER BY due_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
+      }
+
+      const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
+        if (attempts.length === 0) return Effect.void
+        const rows = attempts.map(attemptRow)
+        return Effect.orDie(sql`
+          WITH r AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
+          ), logged AS (
+            ${sql.literal(LOG_ATTEMPTS)}
+          )
+          UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
+          FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)
       }
 
       const fail = (seq: number) =>
@@ -311,7 +331,7 @@ export class Deliveries extends Context.Service<Deliveries, {
         const row = yield* findRow(webhookId, deliveryId)
         const attempts = yield* sql<AttemptRow>`
           SELECT * FROM webhook_attempts WHERE delivery_seq = ${row.seq} ORDER BY attempt`.pipe(Effect.orDie)
-        return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt) }
+        return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt(row.payload)) }
       })
 
       const payloadOf = (webhookId: string, deliveryId: string) =>
@@ -337,8 +357,9 @@ export class Deliveries extends Context.Service<Deliveries, {
         enqueue,
         enqueueForEvents,
         head,
-        claimNext,
-        record,
+        claimDue,
+        release,
+        recordAll,
         fail,
         failPending,
         pendingWebhooks,

@@ -4,7 +4,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
 import { AttemptBatcher } from "./AttemptBatcher.ts"
-import { type AttemptRecord, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { type AttemptRecord, type ClaimedDelivery, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
 import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
@@ -12,6 +12,16 @@ import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
 
 /** The spec's connection timeout. */
 export const DELIVERY_TIMEOUT_MS = 30_000
+
+/**
+ * Deliveries of one webhook claimed together: one claim (and one log statement) per batch
+ * instead of per delivery; they are still sent one at a time, in order. The most a crash can
+ * leave claimed but unsent (those then go at their retry time, one attempt used).
+ */
+export const PREFETCH = 20
+
+/** How long a stopping webhook tries to log what it sent and give back what it did not. */
+const STOP_WAIT = "5 seconds"
 
 export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
 
@@ -47,10 +57,14 @@ const logText = (bytes: Buffer) => bytes.subarray(0, LOG_BODY_BYTES).toString("u
  * the due deliveries of its queue one at a time, earliest due first (new deliveries in event
  * order), and says when the next one is due.
  *
- * Each attempt is claimed before it is sent (`Deliveries.claim` commits `attempts + 1` and
- * moves the durable timer to when the retry after it would be due), so a runner that dies
- * while sending neither repeats that attempt nor loses the retry: the next attempt happens
- * at its scheduled time, on whichever runner then hosts the webhook.
+ * Each attempt is claimed before it is sent (`Deliveries.claimDue` commits `attempts + 1` and
+ * the claim's time, which makes the retry after it due at its scheduled time), so a runner
+ * that dies while sending neither repeats that attempt nor loses the retry: the next attempt
+ * happens at its scheduled time, on whichever runner then hosts the webhook. Up to
+ * `PREFETCH` deliveries are claimed at once and sent one after the other; their successes
+ * are logged with the next claim. A crash can therefore leave up to `PREFETCH` deliveries
+ * claimed but unsent or sent but unlogged: each goes out again at its retry time, as the
+ * next attempt (same delivery id) — never the same attempt twice, and no retry lost.
  */
 export class Dispatcher extends Context.Service<Dispatcher, {
   /** Attempts every due delivery; the time (ms) the next one is due, or none when the queue is empty. */
@@ -111,7 +125,13 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           attempt: number,
           startedAt: new Date(now),
           durationMs: result.durationMs,
-          request: { headers: request.headers, body: logText(request.body) },
+          // The body is the payload itself for JSON webhooks: logged by reference when it is whole.
+          request: {
+            headers: request.headers,
+            body: target.contentType === "application/json" && request.body.length <= LOG_BODY_BYTES
+              ? null
+              : logText(request.body)
+          },
           response: result._tag === "Response"
             ? { statusCode: result.statusCode, headers: result.headers, body: logText(result.body) }
             : null,
@@ -120,14 +140,16 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             : ok
             ? null
             : `receiver answered ${result.statusCode}`,
-          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending"
+          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending",
+          // The retry after attempt n is due `delays[n - 1]` after its claim.
+          retryAt: ok || number > target.maxRetries ? null : new Date(claimed.dueAt + delaysOf(target)[number - 1])
         }
         return { ok, record }
       })
 
       /** Logs an attempt that failed or ended a failure streak; the streak after it, or "disabled". */
       const settle = Effect.fnUntraced(function*(target: WebhookTarget, ok: boolean, record: AttemptRecord) {
-        yield* deliveries.record(record)
+        yield* deliveries.recordAll([record])
         const finishedAt = yield* Clock.currentTimeMillis
         const disabled = yield* webhooks.noteOutcome(target.id, {
           ok,
@@ -140,6 +162,41 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         return "disabled" as const
       })
 
+      /**
+       * Sends a claimed batch one delivery at a time, in order. Successes of a webhook that
+       * is not failing are only collected (logged with the next claim); anything else is
+       * settled at once, after the successes before it. Returns the successes still to log,
+       * or "disabled". If the webhook stops meanwhile, the successes are logged and the
+       * claims not yet started given back (the one in flight keeps its claim: its outcome is
+       * unknown, so it is retried on schedule).
+       */
+      const sendBatch = (target: WebhookTarget, batch: ReadonlyArray<ClaimedDelivery>) => {
+        const done: Array<AttemptRecord> = []
+        let started = 0
+        return Effect.gen(function*() {
+          for (; started < batch.length; started++) {
+            const now = yield* Clock.currentTimeMillis
+            const { ok, record } = yield* sendAttempt(target, batch[started], now)
+            if (ok && target.failingSince === null) {
+              done.push(record)
+              continue
+            }
+            if (done.length > 0) yield* deliveries.recordAll(done.splice(0))
+            const failingSince = yield* settle(target, ok, record)
+            if (failingSince === "disabled") return "disabled" as const
+            target = { ...target, failingSince }
+          }
+          return { target, done }
+        }).pipe(
+          Effect.onInterrupt(() =>
+            Effect.all([
+              done.length === 0 ? Effect.void : deliveries.recordAll(done),
+              deliveries.release(batch.slice(started + 1))
+            ], { discard: true }).pipe(Effect.timeoutOption(STOP_WAIT), Effect.ignore)
+          )
+        )
+      }
+
       const deliverDue = Effect.fn("Dispatcher.deliverDue")(function*(webhookId: string) {
         const loaded = yield* webhooks.loadTarget(webhookId)
         if (Option.isNone(loaded)) return Option.none<number>()
@@ -149,34 +206,31 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           return Option.none<number>()
         }
         const delays = delaysOf(target)
-        // `claimedAt`: the time the last claim looked for a due delivery.
+        // `claimedAt`: the time the last claim looked for due deliveries.
         let claimedAt = yield* Clock.currentTimeMillis
-        let claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+        let batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
         while (true) {
-          if (Option.isSome(claimed)) {
-            const { ok, record } = yield* sendAttempt(target, claimed.value, claimed.value.dueAt)
+          if (batch.length > 0) {
+            const sent = yield* sendBatch(target, batch)
+            if (sent === "disabled") return Option.none<number>()
+            target = sent.target
             claimedAt = yield* Clock.currentTimeMillis
-            if (ok && target.failingSince === null) {
-              // The hot path: log this attempt and claim the next, batched with other webhooks'.
-              claimed = yield* batcher.recordAndClaimNext(record, webhookId, claimedAt, delays)
-              continue
-            }
-            const failingSince = yield* settle(target, ok, record)
-            if (failingSince === "disabled") return Option.none<number>()
-            target = { ...target, failingSince }
-            claimedAt = yield* Clock.currentTimeMillis
-            claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+            // The hot path: log the batch's successes and claim the next batch, in one
+            // statement shared with other webhooks.
+            batch = sent.done.length > 0
+              ? yield* batcher.recordAndClaim(sent.done, webhookId, claimedAt, delays, PREFETCH)
+              : yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
             continue
           }
           // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
           // attempts, or queued after the claim looked.
-          const head = yield* deliveries.head(webhookId)
+          const head = yield* deliveries.head(webhookId, claimedAt, delays)
           if (Option.isNone(head)) return Option.none<number>()
           if (head.value.dueAt > claimedAt) return Option.some(head.value.dueAt)
           // A runner died during the last attempt: nothing is left to try.
           if (head.value.attempts >= delays.length) yield* deliveries.fail(head.value.seq)
           claimedAt = yield* Clock.currentTimeMillis
-          claimed = yield* deliveries.claimNext(webhookId, claimedAt, delays)
+          batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
         }
       })
 

@@ -10,11 +10,33 @@ import * as NodeCrypto from "node:crypto"
  *   secret of the Standard Webhooks form `whsec_<base64>`, the decoded bytes, so the
  *   standard's own verifier libraries accept it.
  */
-export const hubSignature = (secret: string, body: Buffer | string): string =>
-  `sha256=${NodeCrypto.createHmac("sha256", secret).update(body).digest("hex")}`
 
-const standardKey = (secret: string): Buffer =>
-  secret.startsWith("whsec_") ? Buffer.from(secret.slice(6), "base64") : Buffer.from(secret, "utf8")
+/** Keys prepared once per secret: making a key object for every request is a good part of signing's cost. */
+const keyCache = new Map<string, NodeCrypto.KeyObject | Buffer>()
+const KEY_CACHE_SIZE = 1_000
+
+const cachedKey = (cacheKey: string, bytes: () => Buffer): NodeCrypto.KeyObject | Buffer => {
+  let key = keyCache.get(cacheKey)
+  if (key === undefined) {
+    if (keyCache.size >= KEY_CACHE_SIZE) keyCache.clear()
+    const raw = bytes()
+    // Key objects cannot be empty; HMAC with an empty key is still defined.
+    key = raw.length === 0 ? raw : NodeCrypto.createSecretKey(raw)
+    keyCache.set(cacheKey, key)
+  }
+  return key
+}
+
+const hubKey = (secret: string) => cachedKey(`h:${secret}`, () => Buffer.from(secret, "utf8"))
+
+export const hubSignature = (secret: string, body: Buffer | string): string =>
+  `sha256=${NodeCrypto.createHmac("sha256", hubKey(secret)).update(body).digest("hex")}`
+
+const standardKey = (secret: string) =>
+  cachedKey(
+    `s:${secret}`,
+    () => secret.startsWith("whsec_") ? Buffer.from(secret.slice(6), "base64") : Buffer.from(secret, "utf8")
+  )
 
 export const standardSignature = (
   secret: string,

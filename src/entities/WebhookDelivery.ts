@@ -21,12 +21,15 @@ import { WebhookWaker, type WebhookWakerOptions } from "./WebhookWaker.ts"
  * persisted message would add a second durable copy (message + reply rows in cluster storage)
  * per attempt, and listing, redelivery and retention would still need the table.
  *
- * Exactly once per attempt: an attempt is claimed by compare-and-swap on `attempts` before
- * it is sent, and the claim moves `next_attempt_at` to when the next retry is due. A runner
- * that dies mid-attempt leaves that row; the new host's sweep (or this runner's, after a
- * restart) arms it, and the next attempt happens on schedule. A receiver may therefore see a
- * delivery again after a crash (same `X-Service-Delivery` / `webhook-id`, so it can dedupe),
- * but never the same attempt twice.
+ * Exactly once per attempt: attempts are claimed (`attempts + 1`, `claimed_at`) before they
+ * are sent, up to 20 deliveries of a webhook at once, and a claimed attempt's retry is due at
+ * `claimed_at` + its delay. A runner that dies leaves its claims; the new host's sweep (or
+ * this runner's, after a restart) arms the webhook, and each claimed delivery — the one in
+ * flight, any sent but not yet logged, any not yet sent — gets its next attempt on schedule.
+ * A receiver may therefore see a delivery again after a crash (same `X-Service-Delivery` /
+ * `webhook-id`, so it can dedupe), but never the same attempt twice. A webhook stopped
+ * gracefully (shutdown, shard moved) logs what it sent and gives back the claims it never
+ * started, so only a crash costs those deliveries an attempt and a retry interval.
  *
  * Retention: a cluster cron prunes the log daily by plan.
  */

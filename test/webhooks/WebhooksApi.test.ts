@@ -190,6 +190,15 @@ describe("organization webhooks API", () => {
         error: null
       })
       expect(detail.body.attempts[0].request.headers["X-Service-Signature"]).toBe(json.headers["x-service-signature"])
+      // A JSON attempt's body is logged as the payload itself; a form-encoded one as sent.
+      const formLog = yield* eventually(
+        "the form delivery in the log",
+        api(`/${form.body.id}/deliveries`),
+        (response) => response.body.deliveries?.[0]?.status === "success",
+        { pollMs: 250 }
+      )
+      const formDetail = yield* api(`/${form.body.id}/deliveries/${formLog.body.deliveries[0].id}`)
+      expect(formDetail.body.attempts[0].request.body).toBe(encoded.body.toString())
       const entry = (yield* api("")).body.webhooks.find((hook: any) => hook.id === down.body.id)
       expect(entry).toMatchObject({ deliveryCount: 1, failureCount: 0 })
       expect(entry.lastDeliveryAt).toBe(delivery.deliveredAt)

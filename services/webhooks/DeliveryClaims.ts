@@ -1,0 +1,119 @@
+import type { DeliveryStatus } from "../../schemas/Webhooks.ts"
+
+/**
+ * Claims and the attempt log in SQL, shared by `Deliveries` (one webhook at a time) and
+ * `AttemptBatcher` (many webhooks in one statement). A claimed attempt has `attempts` counted
+ * and `claimed_at` set (columns no index covers: a HOT update); its retry, should the runner
+ * die before logging it, is due `claimed_at` + the delay after that attempt. Logging a failed
+ * attempt moves `next_attempt_at` to its retry and ends the claim.
+ */
+
+/** The head of a webhook's queue. */
+export interface QueuedDelivery {
+  readonly seq: number
+  readonly id: string
+  readonly event: string
+  readonly payload: string
+  readonly attempts: number
+  readonly dueAt: number
+}
+
+export interface AttemptRecord {
+  readonly seq: number
+  readonly attempt: number
+  readonly startedAt: Date
+  readonly durationMs: number
+  readonly request: {
+    readonly headers: Readonly<Record<string, string>>
+    /** The logged body; null when it is exactly the delivery's payload (stored once, with the delivery). */
+    readonly body: string | null
+  }
+  readonly response: {
+    readonly statusCode: number
+    readonly headers: Readonly<Record<string, string>>
+    readonly body: string
+  } | null
+  readonly error: string | null
+  /** The delivery's status after this attempt. */
+  readonly status: DeliveryStatus
+  /** When the next attempt is due (status pending). */
+  readonly retryAt: Date | null
+}
+
+/** SQL: the columns of the `jsonb_to_recordset` of `attemptRow`s, aliased `r`. */
+export const ATTEMPT_COLUMNS = `seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
+  "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb, "responseBody" text,
+  error text, status text, "retryAt" timestamptz`
+
+/** SQL: logs the attempts `r` (an attempt logged before is left as it is). */
+export const LOG_ATTEMPTS = `INSERT INTO webhook_attempts (delivery_seq, attempt, started_at, duration_ms,
+  request_headers, request_body, response_code, response_headers, response_body, error)
+  SELECT seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode", "responseHeaders",
+    "responseBody", error
+  FROM r ON CONFLICT DO NOTHING`
+
+/**
+ * SQL assignments logging an attempt `r` (see `attemptRow`) on its delivery `d`: a failed
+ * attempt with retries left moves the timer to its retry and ends the claim.
+ */
+export const RECORD_SET = `status = r.status, response_code = r."responseCode", duration_ms = r."durationMs",
+  delivered_at = r."startedAt",
+  next_attempt_at = CASE WHEN r.status = 'pending' THEN r."retryAt" ELSE d.next_attempt_at END,
+  claimed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE d.claimed_at END`
+
+/**
+ * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its
+ * last attempt died before logging it and the retry after that attempt is due at `now`.
+ * `delays` (jsonb, as in `claimDue`) and `now` are SQL expressions.
+ */
+export const CLAIM_EXPIRED = (row: string, delays: string, now: string) =>
+  `(${row}.claimed_at IS NULL OR ${row}.claimed_at + make_interval(secs => (${delays}->>(${row}.attempts - 1))::float8 / 1000) <= ${now})`
+
+/**
+ * A claimed attempt: `dueAt` is the claim's time; `wasDueAt` the delivery's place in the queue
+ * (`next_attempt_at`); `wasClaimedAt` the claim it replaced (a runner died during that attempt).
+ */
+export interface ClaimedDelivery extends QueuedDelivery {
+  readonly wasDueAt: number
+  readonly wasClaimedAt: number | null
+}
+
+/** Rows of a claim statement (`RETURNING … was_due`), in queue order. */
+export const toClaimed = (
+  rows: ReadonlyArray<
+    QueuedRow & { readonly was_due: string | number; readonly was_claimed: string | number | null }
+  >,
+  now: number
+): ReadonlyArray<ClaimedDelivery> =>
+  rows.map((row) => ({
+    seq: Number(row.seq),
+    id: row.id,
+    event: row.event,
+    payload: row.payload,
+    attempts: row.attempts,
+    // The claimed attempt is due now (the row's timer already points at the retry after it).
+    dueAt: now,
+    wasDueAt: Number(row.was_due),
+    wasClaimedAt: row.was_claimed === null ? null : Number(row.was_claimed)
+  })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
+
+/** An attempt as a row of the `jsonb_to_recordset` the log statements read (`r` in their SQL). */
+export const attemptRow = (attempt: AttemptRecord) => ({
+  seq: attempt.seq,
+  attempt: attempt.attempt,
+  startedAt: attempt.startedAt.toISOString(),
+  durationMs: attempt.durationMs,
+  requestHeaders: attempt.request.headers,
+  requestBody: attempt.request.body,
+  responseCode: attempt.response?.statusCode ?? null,
+  responseHeaders: attempt.response?.headers ?? null,
+  responseBody: attempt.response?.body ?? null,
+  error: attempt.error,
+  status: attempt.status,
+  retryAt: attempt.retryAt?.toISOString() ?? null
+})
+
+export type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
+  readonly seq: string | number
+  readonly due_at: string | number
+}
