@@ -29,6 +29,11 @@ interface LocalLease {
  */
 export class RequestQuota extends Context.Service<RequestQuota, {
   take(orgId: string, limit: number): Effect.Effect<QuotaDecision>
+  /**
+   * The decision when this runner's lease settles it alone (a request left in the current
+   * window's lease), else `undefined` and nothing is taken: then `take` asks the entity.
+   */
+  takeLocal(orgId: string, limit: number, now: number): QuotaDecision | undefined
 }>()("canopy/http/RequestQuota") {
   static readonly layer = Layer.effect(
     RequestQuota,
@@ -36,31 +41,47 @@ export class RequestQuota extends Context.Service<RequestQuota, {
       const client = yield* Organization.client
       const leases = new Map<string, LocalLease>()
 
-      const take = Effect.fnUntraced(function*(orgId: string, limit: number) {
-        const now = yield* Clock.currentTimeMillis
-        const start = windowStart(now)
-        const reset = start + 60
-        const retryAfter = Math.max(1, reset - Math.floor(now / 1000))
+      const currentLease = (orgId: string, limit: number, start: number): LocalLease => {
         let local = leases.get(orgId)
         if (local === undefined || local.start !== start || local.limit !== limit) {
           local = { start, limit, left: 0, entityRemaining: limit, exhausted: false }
           leases.set(orgId, local)
         }
-        if (local.left === 0 && !local.exhausted) {
-          const result = yield* client(orgId).Lease({ limit, want: leaseSize(limit) }).pipe(Effect.orDie)
-          // Another fiber may have refilled the lease while this one waited.
-          local.left += result.granted
-          local.entityRemaining = result.remaining
-          local.exhausted = result.granted === 0 && local.left === 0
-        }
-        if (local.left === 0) {
-          return { allowed: false, limit, remaining: 0, reset, retryAfter }
-        }
-        local.left -= 1
-        return { allowed: true, limit, remaining: local.entityRemaining + local.left, reset, retryAfter }
-      })
+        return local
+      }
 
-      return RequestQuota.of({ take })
+      const decide = (local: LocalLease, now: number): QuotaDecision => {
+        const reset = local.start + 60
+        const retryAfter = Math.max(1, reset - Math.floor(now / 1000))
+        if (local.left === 0) return { allowed: false, limit: local.limit, remaining: 0, reset, retryAfter }
+        local.left -= 1
+        return { allowed: true, limit: local.limit, remaining: local.entityRemaining + local.left, reset, retryAfter }
+      }
+
+      const takeLocal = (orgId: string, limit: number, now: number): QuotaDecision | undefined => {
+        const local = leases.get(orgId)
+        return local !== undefined && local.left > 0 && local.start === windowStart(now) && local.limit === limit
+          ? decide(local, now)
+          : undefined
+      }
+
+      const take = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const local = currentLease(orgId, limit, windowStart(now))
+          if (local.left > 0 || local.exhausted) return Effect.succeed(decide(local, now))
+          return client(orgId).Lease({ limit, want: leaseSize(limit) }).pipe(
+            Effect.orDie,
+            Effect.map((result) => {
+              // Another fiber may have refilled the lease while this one waited.
+              local.left += result.granted
+              local.entityRemaining = result.remaining
+              local.exhausted = result.granted === 0 && local.left === 0
+              return decide(local, now)
+            })
+          )
+        })
+
+      return RequestQuota.of({ take, takeLocal })
     })
   )
 }
