@@ -80,11 +80,6 @@ export class ApiKeys extends Context.Service<ApiKeys, {
   /** Revokes a key; with `orgId`, only one of that organization's (another's answers 404). */
   revoke(keyId: string, options?: { readonly orgId?: string }): Effect.Effect<{ readonly orgId: string }, NotFound>
   authenticate(secret: string): Effect.Effect<Principal, Unauthorized>
-  /**
-   * The cached, unexpired lookup of a key, or `undefined` (then `authenticate` decides):
-   * a synchronous hit for answers that skip the effect pipeline. Counts as a use of the key.
-   */
-  cachedPrincipal(secret: string, now: number): Principal | undefined
   /** Forget cached lookups of one key or of every key of one organization (after a change elsewhere). */
   evict(target: { readonly keyId?: string; readonly orgId?: string }): Effect.Effect<void>
 }>()("canopy/platform/ApiKeys") {
@@ -93,8 +88,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const tenancy = yield* Tenancy
-      // Keyed by the secret itself, so a hit costs no SHA-256 (the secret is in this process's
-      // memory with every request anyway); the database only ever sees the hash.
+      // Keyed by the secret's hash, so no plaintext key outlives its request in this process.
       const cache = new Map<string, { readonly principal: Principal; readonly expiresAt: number }>()
       const lastUsed = new Map<string, number>()
 
@@ -132,9 +126,9 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const evict = (target: { readonly keyId?: string; readonly orgId?: string }) =>
         Effect.sync(() => {
-          for (const [secret, entry] of cache) {
+          for (const [hash, entry] of cache) {
             if (entry.principal.keyId === target.keyId || entry.principal.org.id === target.orgId) {
-              cache.delete(secret)
+              cache.delete(hash)
             }
           }
         })
@@ -220,28 +214,26 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const unauthorized = new Unauthorized({ message: "Missing, malformed, unknown or revoked API key" })
 
-      const cachedPrincipal = (secret: string, now: number): Principal | undefined => {
-        const cached = cache.get(secret)
-        if (cached === undefined || cached.expiresAt <= now) return undefined
-        lastUsed.set(cached.principal.keyId, now)
-        return cached.principal
-      }
-
       // The hot path of every authenticated request: no generator, one clock read, and the
       // database only on a cache miss.
-      const authenticate = (secret: string): Effect.Effect<Principal, Unauthorized> =>
-        Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const principal = cachedPrincipal(secret, now)
-          if (principal !== undefined) return Effect.succeed(principal)
-          if (!secretPattern.test(secret)) return Effect.fail(unauthorized)
-          return Effect.flatMap(lookup(hashSecret(secret)), (found) => {
+      const authenticate = (secret: string): Effect.Effect<Principal, Unauthorized> => {
+        if (!secretPattern.test(secret)) return Effect.fail(unauthorized)
+        const hash = hashSecret(secret)
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const cached = cache.get(hash)
+          if (cached !== undefined && cached.expiresAt > now) {
+            lastUsed.set(cached.principal.keyId, now)
+            return Effect.succeed(cached.principal)
+          }
+          return Effect.flatMap(lookup(hash), (found) => {
             if (Option.isNone(found)) return Effect.fail(unauthorized)
             if (cache.size >= cacheCapacity) cache.delete(cache.keys().next().value!)
-            cache.set(secret, { principal: found.value, expiresAt: now + cacheTtlMillis })
+            cache.set(hash, { principal: found.value, expiresAt: now + cacheTtlMillis })
             lastUsed.set(found.value.keyId, now)
             return Effect.succeed(found.value)
           })
         })
+      }
 
       // `lastUsedAt` is written in batches so authentication stays off the write path.
       const flushLastUsed = Effect.gen(function*() {
@@ -277,7 +269,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         Effect.forkScoped
       )
 
-      return ApiKeys.of({ create, list, revoke, authenticate, cachedPrincipal, evict })
+      return ApiKeys.of({ create, list, revoke, authenticate, evict })
     })
   )
 }

@@ -29,11 +29,6 @@ interface LocalLease {
  */
 export class RequestQuota extends Context.Service<RequestQuota, {
   take(orgId: string, limit: number): Effect.Effect<QuotaDecision>
-  /**
-   * The decision when this runner's lease settles it alone (a request left in the current
-   * window's lease), else `undefined` and nothing is taken: then `take` asks the entity.
-   */
-  takeLocal(orgId: string, limit: number, now: number): QuotaDecision | undefined
 }>()("canopy/http/RequestQuota") {
   static readonly layer = Layer.effect(
     RequestQuota,
@@ -58,13 +53,6 @@ export class RequestQuota extends Context.Service<RequestQuota, {
         return { allowed: true, limit: local.limit, remaining: local.entityRemaining + local.left, reset, retryAfter }
       }
 
-      const takeLocal = (orgId: string, limit: number, now: number): QuotaDecision | undefined => {
-        const local = leases.get(orgId)
-        return local !== undefined && local.left > 0 && local.start === windowStart(now) && local.limit === limit
-          ? decide(local, now)
-          : undefined
-      }
-
       const take = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const local = currentLease(orgId, limit, windowStart(now))
@@ -81,7 +69,7 @@ export class RequestQuota extends Context.Service<RequestQuota, {
           )
         })
 
-      return RequestQuota.of({ take, takeLocal })
+      return RequestQuota.of({ take })
     })
   )
 }
