@@ -13,6 +13,7 @@ import repositoryIssues from "./0012_repository_issues.ts"
 import branchProtection from "./0013_branch_protection.ts"
 import outboxHorizon from "./0014_outbox_horizon.ts"
 import observeEventReferences from "./0016_observe_event_references.ts"
+import observeHotCounters from "./0018_observe_hot_counters.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -30,5 +31,6 @@ export const migrations = {
   "0012_repository_issues": repositoryIssues,
   "0013_branch_protection": branchProtection,
   "0014_outbox_horizon": outboxHorizon,
-  "0016_observe_event_references": observeEventReferences
+  "0016_observe_event_references": observeEventReferences,
+  "0018_observe_hot_counters": observeHotCounters
 }
