@@ -10,14 +10,15 @@ import type { SamplingWindow } from "./Sampling.ts"
 
 /**
  * One group commit of an organization's ingest entity (a `CommitPlan`) in one
- * transaction of one statement whatever the number of events (rows travel as one JSON
+ * transaction of one statement whatever the number of events (events travel as one typed
+ * array per column, expanded by `unnest`; the other kinds, few rows each, as one JSON
  * document per kind, expanded by `json_to_recordset`): new stacks, kept events, distinct
  * users, issues (every event counts; a resolved issue regresses), releases, the sampling
  * window; then spans (`Performance.recordSpans`) and `observe.issue.created` /
  * `observe.issue.regressed` when there are any.
  *
- * Several commits of one organization may run at once: the uncontended inserts overlap
- * and the counter rows are locked late, in one order (see `CommitPlan`).
+ * The entity runs one commit of an organization at a time, so the counter rows are never
+ * contended; their rows are still sorted (see `CommitPlan`) should two ever meet.
  */
 
 /** `ord` keeps the plan's sorted order through the join (row locks in one order). */
