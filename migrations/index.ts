@@ -14,6 +14,7 @@ import branchProtection from "./0013_branch_protection.ts"
 import outboxHorizon from "./0014_outbox_horizon.ts"
 import observeEventReferences from "./0016_observe_event_references.ts"
 import webhookLogLean from "./0017_webhook_log_lean.ts"
+import observeHotCounters from "./0018_observe_hot_counters.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -32,5 +33,6 @@ export const migrations = {
   "0013_branch_protection": branchProtection,
   "0014_outbox_horizon": outboxHorizon,
   "0016_observe_event_references": observeEventReferences,
-  "0017_webhook_log_lean": webhookLogLean
+  "0017_webhook_log_lean": webhookLogLean,
+  "0018_observe_hot_counters": observeHotCounters
 }

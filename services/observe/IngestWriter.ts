@@ -1,4 +1,5 @@
-import { Context, Effect, Layer } from "effect"
+import { PgTypes } from "@effect/sql-pg"
+import { Context, Effect, Layer, Result } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
@@ -9,14 +10,15 @@ import type { SamplingWindow } from "./Sampling.ts"
 
 /**
  * One group commit of an organization's ingest entity (a `CommitPlan`) in one
- * transaction of one statement whatever the number of events (rows travel as one JSON
+ * transaction of one statement whatever the number of events (events travel as one typed
+ * array per column, expanded by `unnest`; the other kinds, few rows each, as one JSON
  * document per kind, expanded by `json_to_recordset`): new stacks, kept events, distinct
  * users, issues (every event counts; a resolved issue regresses), releases, the sampling
  * window; then spans (`Performance.recordSpans`) and `observe.issue.created` /
  * `observe.issue.regressed` when there are any.
  *
- * Several commits of one organization may run at once: the uncontended inserts overlap
- * and the counter rows are locked late, in one order (see `CommitPlan`).
+ * The entity runs one commit of an organization at a time, so the counter rows are never
+ * contended; their rows are still sorted (see `CommitPlan`) should two ever meet.
  */
 
 /** `ord` keeps the plan's sorted order through the join (row locks in one order). */
@@ -27,19 +29,51 @@ const issueJson = (issue: IssueDelta, ord: number) => ({
   environments: [...issue.environments]
 })
 
-/** Rows as one JSON array; `data` and `frames` (already JSON text) are spliced in, not re-escaped. */
-const eventRowsJson = (
-  rows: ReadonlyArray<KeptEvent>
-) =>
-  "[" + rows.map(({ event, issueId, weight }) =>
-    `{"id":${JSON.stringify(event.id)},"issue_id":${JSON.stringify(issueId)},"event_id":${
-      JSON.stringify(event.eventId)
-    },"level":${JSON.stringify(event.level)},"message":${
-      JSON.stringify(event.message)
-    },"ts":${event.timestamp},"rcv":${event.receivedAt},"release":${JSON.stringify(event.release)},"environment":${
-      JSON.stringify(event.environment)
-    },"weight":${weight},"stack_id":${JSON.stringify(event.stackId)},"data":${event.data}}`
-  ).join(",") + "]"
+const textArray = (values: Array<string | null>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.text))
+const float8Array = (values: Array<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.float8))
+
+/**
+ * The kept events as one typed binary array per column (for `unnest`): Postgres reads them
+ * without parsing, and each `data` text is parsed once (by its `json` cast), where one JSON
+ * document of rows was parsed whole and then each `data` again.
+ */
+const eventColumns = (rows: ReadonlyArray<KeptEvent>) => {
+  const n = rows.length
+  const id = new Array<string>(n), issueId = new Array<string>(n), eventId = new Array<string | null>(n)
+  const level = new Array<string>(n), message = new Array<string>(n), release = new Array<string | null>(n)
+  const environment = new Array<string | null>(n), stackId = new Array<string | null>(n)
+  const data = new Array<string>(n), ts = new Array<number>(n), rcv = new Array<number>(n)
+  const weight = new Array<number>(n)
+  for (let i = 0; i < n; i++) {
+    const { event, issueId: issue, weight: w } = rows[i]
+    id[i] = event.id
+    issueId[i] = issue
+    eventId[i] = event.eventId
+    level[i] = event.level
+    message[i] = event.message
+    ts[i] = event.timestamp
+    rcv[i] = event.receivedAt
+    release[i] = event.release
+    environment[i] = event.environment
+    weight[i] = w
+    stackId[i] = event.stackId
+    data[i] = event.data
+  }
+  return {
+    id: textArray(id),
+    issueId: textArray(issueId),
+    eventId: textArray(eventId),
+    level: textArray(level),
+    message: textArray(message),
+    ts: float8Array(ts),
+    rcv: float8Array(rcv),
+    release: textArray(release),
+    environment: textArray(environment),
+    weight: float8Array(weight),
+    stackId: textArray(stackId),
+    data: textArray(data)
+  }
+}
 
 const stacksJson = (stacks: ReadonlyMap<string, string>) =>
   "[" + [...stacks].map(([id, frames]) => `{"id":${JSON.stringify(id)},"frames":${frames}}`).join(",") + "]"
@@ -72,6 +106,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
 
       const write = (orgId: string, plan: CommitPlan, window: SamplingWindow) =>
         sql.withTransaction(Effect.gen(function*() {
+          const events = eventColumns(plan.kept)
           // One statement for every row kind (a round trip each cost more than the rows). Its
           // parts run in one order for every commit: the uncontended stacks and events first
           // (the main query's one-time filter counts them, so it waits for them), then the
@@ -89,10 +124,12 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               INSERT INTO observe_events (id, org_id, issue_id, event_id, level, message, timestamp, received_at,
                 release, environment, sample_weight, stack_id, data)
               SELECT v.id, ${orgId}, v.issue_id, v.event_id, v.level, v.message, to_timestamp(v.ts / 1000.0),
-                to_timestamp(v.rcv / 1000.0), v.release, v.environment, v.weight, v.stack_id, v.data
-              FROM json_to_recordset(${eventRowsJson(plan.kept)}::json) AS v(id text, issue_id text, event_id text,
-                level text, message text, ts float8, rcv float8, release text, environment text, weight real,
-                stack_id text, data json)
+                to_timestamp(v.rcv / 1000.0), v.release, v.environment, v.weight, v.stack_id, v.data::json
+              FROM unnest(${events.id}::text[], ${events.issueId}::text[], ${events.eventId}::text[],
+                ${events.level}::text[], ${events.message}::text[], ${events.ts}::float8[], ${events.rcv}::float8[],
+                ${events.release}::text[], ${events.environment}::text[], ${events.weight}::float8[],
+                ${events.stackId}::text[], ${events.data}::text[])
+                AS v(id, issue_id, event_id, level, message, ts, rcv, release, environment, weight, stack_id, data)
               RETURNING 1
             ), releases AS (
               INSERT INTO observe_releases AS r (org_id, version, events, errors, spans, error_spans, new_issues,

@@ -1,4 +1,4 @@
-import { Cause, Deferred, Effect, Exit, Queue, Schema, Semaphore } from "effect"
+import { Cause, Deferred, Effect, Exit, Queue, Schema } from "effect"
 import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { SqlClient } from "effect/sql"
@@ -15,13 +15,14 @@ import { SpikeDetector } from "../../services/observe/Spikes.ts"
  * organization's events against its plan and writes them.
  *
  * Group commit: `Ingest` handlers run concurrently; each appends its events to the
- * pending list and waits. One planner fiber takes everything pending (up to
+ * pending list and waits. One committer fiber takes everything pending (up to
  * `maxEventsPerCommit`, whole requests), decides it (`planCommit`: issues, sampling)
- * and starts its transaction (`IngestWriter.write`); those requests are answered only
- * after that commit, so a 202 means durable. Up to `maxCommitsInFlight` commits run at
- * once; while they run the next requests gather, so batches grow with the load and an
- * idle stream commits a lone event at once. A failed commit fails its requests (the
- * client sees a 500 and may retry); nothing is half-written.
+ * and writes it in one transaction (`IngestWriter.write`); those requests are answered
+ * only after that commit, so a 202 means durable. One commit at a time: while it runs the
+ * next requests gather, so batches grow with the load and an idle stream commits a lone
+ * event at once; and no commit waits on another's locks on the issue and release rows
+ * most commits update. A failed commit fails its requests (the client sees a 500 and may
+ * retry); nothing is half-written.
  *
  * The sampling window lives here (in memory, written with every commit) so every
  * runner's requests are sampled against one count.
@@ -52,11 +53,7 @@ export const Ingest = Rpc.make("Ingest", {
 export const IngestStream = Entity.make("IngestStream", [Ingest])
 
 /** Above this many events a commit is cut (between requests). */
-const maxEventsPerCommit = 500
-/** Commits of one organization in flight at once (their inserts overlap; counters lock late). */
-const maxCommitsInFlight = 6
-/** Pending events that justify a commit beside one already in flight. */
-const minEventsToOverlap = 10
+const maxEventsPerCommit = 2000
 /** Fingerprints whose issue id is remembered; past this the memory starts over. */
 const maxKnownFingerprints = 100_000
 /** Stack ids and issue × user pairs remembered as committed; past this the memory starts over. */
@@ -102,10 +99,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
     }
 
     const pending: Array<Pending> = []
-    let inFlight = 0
     const wake = yield* Queue.sliding<void>(1)
-    const slots = yield* Semaphore.make(maxCommitsInFlight)
-    const scope = yield* Effect.scope
     // fingerprint → issue id, for the issues that exist or that a commit in flight creates.
     const known = new Map<string, string>()
     const issueIds = {
@@ -156,14 +150,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         )
       })
 
-    /** A commit's slot is free again: the planner may start the next one. */
-    const commitDone = Effect.sync(() => inFlight--).pipe(
-      Effect.andThen(slots.release(1)),
-      Effect.andThen(Queue.offer(wake, undefined)),
-      Effect.asVoid
-    )
-
-    /** Takes the next batch, plans it (lookups, sampling) and starts its commit. */
+    /** Takes the next batch (whole requests, up to `maxEventsPerCommit`), commits it and answers it. */
     const commitNext = Effect.suspend(() => {
       const batch: Array<Pending> = []
       let size = 0
@@ -172,23 +159,16 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         batch.push(next)
         size += next.events.length
       }
-      // Whatever goes wrong while planning fails this batch's requests, not the planner.
-      return startCommit(batch).pipe(
-        Effect.catchCause((cause) => Effect.andThen(finish(batch, Exit.failCause(cause)), commitDone))
-      )
+      // Whatever goes wrong fails this batch's requests, not the committer.
+      return commit(batch).pipe(Effect.catchCause((cause) => finish(batch, Exit.failCause(cause))))
     })
 
-    const startCommit = (batch: ReadonlyArray<Pending>) =>
+    const commit = (batch: ReadonlyArray<Pending>) =>
       Effect.gen(function*() {
         const events = batch.flatMap((entry) => entry.events)
         const unknown = [...new Set(events.flatMap((event) => event.fingerprint ?? []))]
           .filter((fingerprint) => !known.has(fingerprint))
-        const found = yield* Effect.exit(writer.lookupIssues(orgId, unknown))
-        if (found._tag === "Failure") {
-          yield* finish(batch, Exit.failCause(found.cause))
-          return yield* commitDone
-        }
-        for (const row of found.value) issueIds.set(row.fingerprint, row.id)
+        for (const row of yield* writer.lookupIssues(orgId, unknown)) issueIds.set(row.fingerprint, row.id)
 
         const limit = batch[batch.length - 1].limit
         let current = currentWindow(window, clock.now())
@@ -197,39 +177,26 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
           current = decision.window
           return decision.weight
         }, storedRows)
+        const exit = yield* Effect.exit(writer.write(orgId, plan, current))
+        if (exit._tag === "Failure") {
+          // The window stays as it was; a created issue whose commit failed is created again by its next event.
+          for (const issue of plan.issues) {
+            if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
+          }
+          return yield* finish(batch, Exit.failCause(exit.cause))
+        }
         window = current
-        const committed = current
-        yield* writer.write(orgId, plan, committed).pipe(
-          Effect.as(committed),
-          Effect.exit,
-          Effect.flatMap((exit) => {
-            // A created issue whose commit failed is created again by the next event of it.
-            if (exit._tag === "Failure") {
-              for (const issue of plan.issues) {
-                if (issue.isNew && known.get(issue.fingerprint) === issue.id) known.delete(issue.fingerprint)
-              }
-            }
-            if (exit._tag === "Success") remember(plan)
-            // Spikes before answering: a client that saw 202 can already see the alert it caused.
-            return Effect.andThen(exit._tag === "Success" ? detectSpikes(plan) : Effect.void, finish(batch, exit))
-          }),
-          Effect.ensuring(commitDone),
-          Effect.forkIn(scope)
-        )
+        remember(plan)
+        // Spikes before answering: a client that saw 202 can already see the alert it caused.
+        yield* detectSpikes(plan)
+        yield* finish(batch, Exit.succeed(current))
       })
 
-    // One planner: wait for work and a free slot, then plan and start the next commit. A
-    // commit beside one in flight only for a full batch: small ones wait and grow instead.
-    const pendingEvents = () => pending.reduce((sum, entry) => sum + entry.events.length, 0)
-    const worthStarting = () => pending.length > 0 && (inFlight === 0 || pendingEvents() >= minEventsToOverlap)
+    // One committer: each commit takes everything pending when the previous one ends, so
+    // batches grow with the load (no timer) and commits never wait on each other's row
+    // locks; an idle stream commits a lone event at once.
     yield* Queue.take(wake).pipe(
-      Effect.andThen(slots.take(1)),
-      Effect.andThen(Effect.suspend(() =>
-        worthStarting()
-          ? Effect.sync(() => inFlight++).pipe(Effect.andThen(commitNext))
-          : slots.release(1)
-      )),
-      Effect.andThen(Effect.sync(() => worthStarting() && Queue.offerUnsafe(wake, undefined))),
+      Effect.andThen(Effect.whileLoop({ while: () => pending.length > 0, body: () => commitNext, step: () => {} })),
       Effect.forever,
       Effect.forkScoped
     )
