@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Queue } from "effect"
-import { appendStatement, type DomainEvent, Events } from "../../services/platform/Events.ts"
+import { appendStatement, type DomainEvent, Events, EVENTS_CHANNEL } from "../../services/platform/Events.ts"
 import { createTestDatabase } from "../support/database.ts"
 import { startRunner, waitUntil } from "../support/eventsRunner.ts"
 import { realSleep } from "../support/wait.ts"
@@ -25,21 +25,29 @@ describe("Events wake-ups", () => {
           (events) => events.consume("wake-up", (event) => Effect.sync(() => consumed.push(event)), { from: "now" })
         )
       )
+      // The test's own listener sees every notification on the channel, in commit order.
+      const notifications = yield* a.run(a.pg.listen(EVENTS_CHANNEL))
+      const payloads: Array<string> = []
+      const nextPayload = Queue.take(notifications).pipe(
+        Effect.map((notification) => payloads.push(notification.payload)),
+        Effect.timeoutOrElse({ duration: "30 seconds", orElse: () => Effect.die(new Error("no notification")) })
+      )
 
       yield* a.sql.withTransaction(
         a.sql`WITH appended AS (${appendStatement(a.sql, [{ type: "quiet", data: { n: 1 } }])})
           SELECT count(*) FROM appended`
       )
-      // Committed, but nobody was told: B's readers stay asleep.
-      yield* realSleep(1_500)
-      expect(consumed).toEqual([])
-      expect(yield* Queue.size(live)).toBe(0)
-
       yield* a.events.notifyCommitted
-      yield* waitUntil("B's consumer to get the event", () => consumed.length === 1)
-      const event = yield* Queue.take(live).pipe(Effect.timeout("10 seconds"))
+      yield* waitUntil("B's consumer to get the event", () => consumed.length === 1, "30 seconds")
+      const event = yield* Queue.take(live).pipe(Effect.timeout("30 seconds"))
       expect(event.type).toBe("quiet")
       expect(consumed.map((e) => e.data)).toEqual([{ n: 1 }])
+
+      // A marker sent last arrives after anything sent before it: exactly one wake-up came
+      // first (notifyCommitted's), so the append's commit itself notified no one.
+      yield* a.pg.notify(EVENTS_CHANNEL, "marker")
+      while (payloads.at(-1) !== "marker") yield* nextPayload
+      expect(payloads).toEqual(["", "marker"])
     }))
 
   it.live("a consumer woken by a burst of commits reads it in a few paced passes, in order, once each", () =>
