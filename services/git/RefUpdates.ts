@@ -144,8 +144,8 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           (command) => command.newSha === ZERO_SHA ? Effect.succeed(undefined) : sharedWalk(dir, env, command.newSha)
         )
         // The per-ref checks, the events' commit lists and the connectivity walk do not depend
-        // on each other, so they run side by side; started in that order, the checks' queries
-        // are under way and the shared walks running while the connectivity walk's git starts.
+        // on each other, so they run side by side; started in that order, the shared walks run
+        // while the connectivity walk's git starts (a push's check has its queries from `prepare`).
         // A check that broke on objects the connectivity walk finds missing is moot: the push
         // is rejected for those.
         const [checked, prepared, connected] = yield* Effect.all([
