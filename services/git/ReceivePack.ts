@@ -4,7 +4,7 @@ import { PassThrough, type Readable } from "node:stream"
 import { finished } from "node:stream/promises"
 import { FLUSH, pkt, readUntilFlush, sideband, ZERO_SHA } from "./PktLine.ts"
 import { indexPack, makeQuarantine, PackRejected, removeQuarantine } from "./Quarantine.ts"
-import { type Pusher, type RefCommand, type RefResult, RefUpdates } from "./RefUpdates.ts"
+import { type Pusher, type RefCommand, type RefResult, RefUpdateCheck, RefUpdates } from "./RefUpdates.ts"
 import { RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { storageStanding } from "./StorageQuota.ts"
@@ -139,6 +139,11 @@ export class ReceivePack extends Context.Service<ReceivePack, {
             return report(new Set(["report-status"]), parsed.failure.reason, [], [])
           }
           const { capabilities, commands, pack } = parsed.success
+          // The checks' lookups (branch protection's queries) run while the pack is received and indexed.
+          const hook = yield* RefUpdateCheck
+          const check = hook.prepare === undefined || repo.archived
+            ? hook
+            : yield* hook.prepare({ repo, commands, pusher })
           const messages: Array<string> = []
           if (repo.archived) messages.push("Canopy: this repository is archived; pushes are refused.")
           const storage = yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
@@ -164,7 +169,8 @@ export class ReceivePack extends Context.Service<ReceivePack, {
                     quarantine,
                     commands,
                     atomic: capabilities.has("atomic"),
-                    pusher
+                    pusher,
+                    check
                   })
                 }),
               removeQuarantine

@@ -47,6 +47,8 @@ export interface RefUpdateInput {
   /** All refs or none (git's `atomic` capability); otherwise each ref on its own. */
   readonly atomic: boolean
   readonly pusher: Pusher | null
+  /** The check prepared for this update (`RefUpdateCheckFn.prepare`); the context's `RefUpdateCheck` otherwise. */
+  readonly check?: RefUpdateCheckFn | undefined
 }
 
 /**
@@ -55,15 +57,27 @@ export interface RefUpdateInput {
  * quarantine's objects visible (`env`), before the compare-and-swap, which makes its
  * verdict hold: the ref is only moved if it still has the `oldSha` that was checked.
  */
-export type RefUpdateCheckFn = (input: {
-  readonly repo: RepoRecord
-  readonly command: RefCommand
-  readonly pusher: Pusher | null
-  readonly dir: string
-  readonly env: Readonly<Record<string, string>>
-  /** The update's new commits (all, newest first): one git walk per ref, shared with the push events. */
-  readonly newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
-}) => Effect.Effect<string | undefined>
+export type RefUpdateCheckFn =
+  & ((input: {
+    readonly repo: RepoRecord
+    readonly command: RefCommand
+    readonly pusher: Pusher | null
+    readonly dir: string
+    readonly env: Readonly<Record<string, string>>
+    /** The update's new commits (all, newest first): one git walk per ref, shared with the push events. */
+    readonly newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
+  }) => Effect.Effect<string | undefined>)
+  & {
+    /**
+     * Starts what the check can look up from a push's commands alone (branch protection's
+     * queries), while the caller still receives the objects; returns the check for that push.
+     */
+    readonly prepare?: (input: {
+      readonly repo: RepoRecord
+      readonly commands: ReadonlyArray<RefCommand>
+      readonly pusher: Pusher | null
+    }) => Effect.Effect<RefUpdateCheckFn>
+  }
 
 export const RefUpdateCheck = Context.Reference<RefUpdateCheckFn>("canopy/git/RefUpdateCheck", {
   defaultValue: () => () => Effect.succeed(undefined)
@@ -122,7 +136,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         }
         const candidates = input.commands.filter((c) => !verdicts.has(c.name))
         const tips = candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha)
-        const check = yield* RefUpdateCheck
+        const check = input.check ?? (yield* RefUpdateCheck)
         // One walk per new tip gives the check (branch protection verifies every new commit)
         // and the push events (the newest commits) the same objects.
         const walks = yield* Effect.forEach(
@@ -130,8 +144,8 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           (command) => command.newSha === ZERO_SHA ? Effect.succeed(undefined) : sharedWalk(dir, env, command.newSha)
         )
         // The per-ref checks, the events' commit lists and the connectivity walk do not depend
-        // on each other, so they run side by side; started in that order, the checks' queries
-        // are under way and the shared walks running while the connectivity walk's git starts.
+        // on each other, so they run side by side; started in that order, the shared walks run
+        // while the connectivity walk's git starts (a push's check has its queries from `prepare`).
         // A check that broke on objects the connectivity walk finds missing is moot: the push
         // is rejected for those.
         const [checked, prepared, connected] = yield* Effect.all([

@@ -83,6 +83,8 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
   remove(repo: RepoRecord, id: string): Effect.Effect<void, NotFound>
   /** The rules matching `branch`, as the organization's current plan enforces them. */
   enforced(repo: RepoRecord, branch: string): Effect.Effect<ReadonlyArray<EnforcedRule>>
+  /** `enforced` for any branch of the repository, from one query (a push's refs share it). */
+  enforcedMatcher(repo: RepoRecord): Effect.Effect<(branch: string) => ReadonlyArray<EnforcedRule>>
   /** The branches among `branches` that some rule matches (the branch list's `protected`). */
   protectedAmong(repoId: string, branches: ReadonlyArray<string>): Effect.Effect<ReadonlySet<string>>
 }>()("canopy/protection/ProtectionRules") {
@@ -191,22 +193,23 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
         yield* sql`DELETE FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(Effect.orDie)
       })
 
-      const enforced = (repo: RepoRecord, branch: string) =>
+      const enforcedMatcher = (repo: RepoRecord) =>
         Effect.gen(function*() {
           // One round trip: the rules with the organization's plan (a push checks every ref).
           const rows = yield* sql<RuleRow & { plan: Plan }>`
             SELECT r.*, o.plan FROM branch_protection_rules r JOIN organizations o ON o.id = ${repo.orgId}
             WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(Effect.orDie)
-          if (rows.length === 0) return []
-          const plan = rows[0].plan
-          return matchingRules(rows.map((row) => ({ branchPattern: row.branch_pattern, row })), branch).map((
-            { row }
-          ): EnforcedRule => ({
-            id: row.id,
-            branchPattern: row.branch_pattern,
-            ...enforcedOptions(optionsOf(row), plan)
-          }))
+          const patterns = rows.map((row) => ({ branchPattern: row.branch_pattern, row }))
+          return (branch: string): ReadonlyArray<EnforcedRule> =>
+            matchingRules(patterns, branch).map(({ row }): EnforcedRule => ({
+              id: row.id,
+              branchPattern: row.branch_pattern,
+              ...enforcedOptions(optionsOf(row), row.plan)
+            }))
         })
+
+      const enforced = (repo: RepoRecord, branch: string) =>
+        Effect.map(enforcedMatcher(repo), (matching) => matching(branch))
 
       const protectedAmong = (repoId: string, branches: ReadonlyArray<string>) =>
         Effect.map(
@@ -217,7 +220,7 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
             ))
         )
 
-      return ProtectionRules.of({ list, get, create, update, remove, enforced, protectedAmong })
+      return ProtectionRules.of({ list, get, create, update, remove, enforced, enforcedMatcher, protectedAmong })
     })
   )
 }

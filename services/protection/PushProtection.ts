@@ -1,11 +1,11 @@
-import { Effect, Layer } from "effect"
+import { Effect, Fiber, Layer } from "effect"
 import { type GitCommandError, gitText } from "../git/GitProcess.ts"
 import type { WalkedCommit } from "../git/NewCommits.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
-import { type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
+import { type Pusher, type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { MergeInProgress } from "../pulls/BranchRules.ts"
-import { Actors } from "./Actors.ts"
+import { type Actor, Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { unverifiedCommits } from "./CommitSignatures.ts"
 import { GpgKeys } from "./GpgKeys.ts"
@@ -20,6 +20,13 @@ interface PushFacts {
   readonly fastForward: Effect.Effect<boolean>
   readonly mergeCommits: Effect.Effect<ReadonlyArray<string>>
   readonly unsigned: Effect.Effect<ReadonlyArray<string>>
+}
+
+/** A push's lookups in Postgres (each run at most once per push). */
+interface Lookups {
+  readonly rules: Effect.Effect<(branch: string) => ReadonlyArray<EnforcedRule>>
+  readonly keys: Effect.Effect<ReadonlyArray<string>>
+  readonly actor: Effect.Effect<Actor | null>
 }
 
 const short = (sha: string) => sha.slice(0, 7)
@@ -75,12 +82,59 @@ export const PushProtectionLive = Layer.effect(
     const audit = yield* AuditLog
     const actors = yield* Actors
 
+    /** Each lookup on demand, in the check (a ref update that was not prepared). */
+    const onDemand = (repo: RepoRecord, pusher: Pusher | null): Lookups => ({
+      rules: rules.enforcedMatcher(repo),
+      keys: keys.organizationKeys(repo.orgId),
+      actor: pusher === null ? Effect.succeed(null) : actors.inOrganization(pusher.id, repo.orgId)
+    })
+
+    /**
+     * The lookups of a push started from its commands: the rules query at once, then, only
+     * when a rule matches one of its branches, the pusher and (for signed-commit rules) the
+     * organization's keys, all while the pack is still being received and indexed.
+     */
+    const prefetch = (repo: RepoRecord, commands: ReadonlyArray<RefCommand>, pusher: Pusher | null) =>
+      Effect.gen(function*() {
+        const lazy = onDemand(repo, pusher)
+        const matcher = yield* Effect.forkChild(lazy.rules, { startImmediately: true })
+        const rest = yield* Effect.forkChild(
+          Effect.gen(function*() {
+            const matching = yield* Fiber.join(matcher)
+            const matched = commands.map((command) =>
+              command.name.startsWith(BRANCH_PREFIX) ? matching(command.name.slice(BRANCH_PREFIX.length)) : []
+            )
+            if (matched.every((found) => found.length === 0)) return { keys: undefined, actor: undefined }
+            const signed = commands.some((command, index) =>
+              command.newSha !== ZERO_SHA && matched[index].some((rule) => rule.requireSignedCommits)
+            )
+            if (signed) signatureWorkers()
+            return yield* Effect.all({ keys: signed ? lazy.keys : Effect.undefined, actor: lazy.actor }, {
+              concurrency: 2
+            })
+          }),
+          { startImmediately: true }
+        )
+        // A lookup the prefetch skipped (no rule asked for it) is made on demand.
+        return {
+          rules: Fiber.join(matcher),
+          keys: Effect.flatMap(
+            Fiber.join(rest),
+            (found) => found.keys === undefined ? lazy.keys : Effect.succeed(found.keys)
+          ),
+          actor: Effect.flatMap(
+            Fiber.join(rest),
+            (found) => found.actor === undefined ? lazy.actor : Effect.succeed(found.actor)
+          )
+        } satisfies Lookups
+      })
+
     const factsOf = (
-      repo: RepoRecord,
       command: RefCommand,
       dir: string,
       env: Readonly<Record<string, string>>,
-      newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
+      newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>,
+      organizationKeys: Effect.Effect<ReadonlyArray<string>>
     ) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
       // The shared walk of the new commits gives their parents (merge commits have two or
@@ -97,7 +151,7 @@ export const PushProtectionLive = Layer.effect(
           Effect.map(walked, (commits) => commits.filter((c) => c.parents.length > 1).map((c) => c.sha))
         ),
         unsigned: Effect.cached(Effect.gen(function*() {
-          const [commits, armoredKeys] = yield* Effect.all([walked, keys.organizationKeys(repo.orgId)], {
+          const [commits, armoredKeys] = yield* Effect.all([walked, organizationKeys], {
             concurrency: 2
           })
           return yield* unverifiedCommits({
@@ -111,51 +165,54 @@ export const PushProtectionLive = Layer.effect(
       })
     }
 
-    const check: RefUpdateCheckFn = ({ command, dir, env, newCommits, pusher, repo }) =>
-      Effect.gen(function*() {
-        if (!command.name.startsWith(BRANCH_PREFIX)) return undefined
-        if (yield* MergeInProgress) return undefined
-        const branch = command.name.slice(BRANCH_PREFIX.length)
-        const matching = yield* rules.enforced(repo, branch)
-        if (matching.length === 0) return undefined
-        const facts = yield* factsOf(repo, command, dir, env, newCommits)
-        // The commit checks (a git walk, signature verification) run beside the pusher lookup.
-        const deleting = command.newSha === ZERO_SHA
-        if (!deleting && matching.some((rule) => rule.requireSignedCommits)) yield* Effect.sync(signatureWorkers)
-        const warm = deleting ? Effect.void : matching.some((rule) => rule.requireSignedCommits)
-          ? facts.unsigned
-          : matching.some((rule) => rule.requireLinearHistory)
-          ? facts.mergeCommits
-          : Effect.void
-        const [actor] = yield* Effect.all([
-          pusher === null ? Effect.succeed(null) : actors.inOrganization(pusher.id, repo.orgId),
-          warm
-        ], { concurrency: 2 })
-        const refused: Array<{ rule: EnforcedRule; reasons: ReadonlyArray<string> }> = []
-        for (const rule of matching) {
-          const reasons = yield* refusals(rule, command, actor?.username ?? null, facts)
-          if (reasons.length > 0) refused.push({ rule, reasons })
-        }
-        if (refused.length === 0) return undefined
-        const binding = new Set(bindingRules(matching, actor).map((rule) => rule.id))
-        const blocking = refused.find(({ rule }) => binding.has(rule.id))
-        if (blocking !== undefined) return `protected branch: ${blocking.reasons[0]}`
-        if (actor !== null) {
-          yield* audit.record({
-            orgId: repo.orgId,
-            action: "protection.bypass.push",
-            actor: { id: actor.id, username: actor.username },
-            repo: { id: repo.id, fullName: `${repo.orgSlug}/${repo.slug}` },
-            ref: command.name,
-            ruleIds: refused.map(({ rule }) => rule.id),
-            detail: `Pushed ${short(command.oldSha)}..${short(command.newSha)} past: ${
-              [...new Set(refused.flatMap(({ reasons }) => reasons))].join("; ")
-            }`
-          })
-        }
-        return undefined
-      })
+    const checkWith =
+      (lookups: Lookups | undefined): RefUpdateCheckFn => ({ command, dir, env, newCommits, pusher, repo }) =>
+        Effect.gen(function*() {
+          if (!command.name.startsWith(BRANCH_PREFIX)) return undefined
+          if (yield* MergeInProgress) return undefined
+          const { actor: actorLookup, keys: keyLookup, rules: matcher } = lookups ?? onDemand(repo, pusher)
+          const matching = (yield* matcher)(command.name.slice(BRANCH_PREFIX.length))
+          if (matching.length === 0) return undefined
+          const facts = yield* factsOf(command, dir, env, newCommits, keyLookup)
+          // The commit checks (a git walk, signature verification) run beside the pusher lookup.
+          const deleting = command.newSha === ZERO_SHA
+          if (!deleting && matching.some((rule) => rule.requireSignedCommits)) yield* Effect.sync(signatureWorkers)
+          const warm = deleting ? Effect.void : matching.some((rule) => rule.requireSignedCommits)
+            ? facts.unsigned
+            : matching.some((rule) => rule.requireLinearHistory)
+            ? facts.mergeCommits
+            : Effect.void
+          const [actor] = yield* Effect.all([actorLookup, warm], { concurrency: 2 })
+          const refused: Array<{ rule: EnforcedRule; reasons: ReadonlyArray<string> }> = []
+          for (const rule of matching) {
+            const reasons = yield* refusals(rule, command, actor?.username ?? null, facts)
+            if (reasons.length > 0) refused.push({ rule, reasons })
+          }
+          if (refused.length === 0) return undefined
+          const binding = new Set(bindingRules(matching, actor).map((rule) => rule.id))
+          const blocking = refused.find(({ rule }) => binding.has(rule.id))
+          if (blocking !== undefined) return `protected branch: ${blocking.reasons[0]}`
+          if (actor !== null) {
+            yield* audit.record({
+              orgId: repo.orgId,
+              action: "protection.bypass.push",
+              actor: { id: actor.id, username: actor.username },
+              repo: { id: repo.id, fullName: `${repo.orgSlug}/${repo.slug}` },
+              ref: command.name,
+              ruleIds: refused.map(({ rule }) => rule.id),
+              detail: `Pushed ${short(command.oldSha)}..${short(command.newSha)} past: ${
+                [...new Set(refused.flatMap(({ reasons }) => reasons))].join("; ")
+              }`
+            })
+          }
+          return undefined
+        })
 
-    return check
+    return Object.assign(checkWith(undefined), {
+      prepare: ({ commands, pusher, repo }: Parameters<NonNullable<RefUpdateCheckFn["prepare"]>>[0]) =>
+        commands.some((command) => command.name.startsWith(BRANCH_PREFIX))
+          ? Effect.map(prefetch(repo, commands, pusher), checkWith)
+          : Effect.succeed(checkWith(undefined))
+    })
   })
 )

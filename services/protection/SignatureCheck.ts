@@ -36,6 +36,39 @@ interface LiteralBytes {
 
 type SigningKey = Awaited<ReturnType<openpgp.PublicKey["getSigningKey"]>>
 
+const SIGNATURE_TAG = 2
+
+/**
+ * The body of `bytes` when they are exactly one signature packet (RFC 9580 §4.2: old or new
+ * header format, no partial lengths), else undefined. Read without `openpgp.readSignature`,
+ * whose stream-based packet reader costs more than the packet's own parsing.
+ */
+const signaturePacketBody = (bytes: Uint8Array): Uint8Array | undefined => {
+  const first = bytes[0]
+  if (bytes.length < 2 || (first & 0x80) === 0) return undefined
+  let tag: number
+  let headerLength: number
+  let bodyLength: number
+  if ((first & 0x40) !== 0) {
+    tag = first & 0x3f
+    const octet = bytes[1]
+    if (octet < 192) [headerLength, bodyLength] = [2, octet]
+    else if (octet < 224) [headerLength, bodyLength] = [3, ((octet - 192) << 8) + (bytes[2] ?? 0) + 192]
+    else if (octet === 255) {
+      ;[headerLength, bodyLength] = [6, new DataView(bytes.buffer, bytes.byteOffset + 2).getUint32(0)]
+    } else return undefined
+  } else {
+    tag = (first >> 2) & 0x0f
+    const lengthType = first & 0x03
+    if (lengthType === 3) return undefined
+    headerLength = 1 + (1 << lengthType)
+    bodyLength = 0
+    for (let i = 1; i < headerLength; i++) bodyLength = bodyLength * 256 + (bytes[i] ?? 0)
+  }
+  if (tag !== SIGNATURE_TAG || headerLength + bodyLength !== bytes.length) return undefined
+  return bytes.subarray(headerLength)
+}
+
 /**
  * Whether the signature verifies with the registered key that issued it (no other key is
  * tried). The signing (sub)key is validated once per batch (`signingKeys`: self-signatures,
@@ -48,9 +81,10 @@ const verifies = async (
   signingKeys: Map<string, Promise<SigningKey | undefined>>
 ) => {
   try {
-    const signature = await openpgp.readSignature({ binarySignature: signed.signature })
-    const packet = signature.packets[0]
-    if (signature.packets.length !== 1 || packet === undefined) return false
+    const body = signaturePacketBody(signed.signature)
+    if (body === undefined) return false
+    const packet = new openpgp.SignaturePacket()
+    packet.read(body)
     const issuer = packet.issuerKeyID.toHex()
     const key = keysById.get(issuer)
     if (key === undefined) return false

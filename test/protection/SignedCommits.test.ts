@@ -1,6 +1,8 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { parseWalk } from "../../services/git/NewCommits.ts"
+import { dearmor, splitSignature } from "../../services/protection/CommitSignatures.ts"
+import { verifySignatures } from "../../services/protection/SignatureCheck.ts"
 import { signatureWorkerStats } from "../../services/protection/SignatureWorkers.ts"
 import { BranchRules } from "../../services/pulls/BranchRules.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
@@ -44,6 +46,53 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Signe
         expect(commit.object.toString("utf8")).toBe(yield* git.ok(["cat-file", "commit", commit.sha], { cwd: dir }))
       }
       expect(walked.map((c) => c.parents.length)).toEqual([1, 1, 0])
+    }))
+
+  it.effect("a signature is read as exactly one signature packet, in either header format; anything else fails", () =>
+    Effect.gen(function*() {
+      const git = yield* gitClient
+      const key = yield* gpgKey("Packet <packet@example.com>")
+      const dir = git.dir("packet")
+      yield* git.ok(["init", "-q", dir])
+      yield* signedCommit(git, dir, { "a.txt": "a\n" }, "signed", key)
+      const split = splitSignature(Buffer.from(yield* git.ok(["cat-file", "commit", "HEAD"], { cwd: dir }), "utf8"))!
+      const packet = Buffer.from(dearmor(split.signature)!)
+      // gpg writes an old-format header with a one-octet length (RFC 9580 §4.2.2).
+      expect([packet[0], packet[1] + 2]).toEqual([0x88, packet.length])
+      const body = packet.subarray(2)
+      const variants = {
+        gpg: packet,
+        newFormat: Buffer.concat([Buffer.from([0xc2, body.length]), body]),
+        newFormatFiveOctets: Buffer.concat([Buffer.from([0xc2, 255, 0, 0, 0, body.length]), body]),
+        oldFormatTwoOctets: Buffer.concat([Buffer.from([0x89, 0, body.length]), body]),
+        trailingByte: Buffer.concat([packet, Buffer.from([0])]),
+        truncated: packet.subarray(0, packet.length - 1),
+        partialLength: Buffer.concat([Buffer.from([0xc2, 0xe0 + 6]), body]),
+        indeterminateLength: Buffer.concat([Buffer.from([0x8b]), body]),
+        notASignature: Buffer.concat([Buffer.from([0x8c, body.length]), body]),
+        twoSignatures: Buffer.concat([packet, packet])
+      }
+      const verdicts = yield* Effect.promise(() =>
+        verifySignatures(
+          Object.values(variants).map((signature) => ({ payload: split.payload, signature })),
+          [key.armored]
+        )
+      )
+      expect(Object.fromEntries(Object.keys(variants).map((name, i) => [name, verdicts[i]]))).toEqual({
+        gpg: true,
+        newFormat: true,
+        newFormatFiveOctets: true,
+        oldFormatTwoOctets: true,
+        trailingByte: false,
+        truncated: false,
+        partialLength: false,
+        indeterminateLength: false,
+        notASignature: false,
+        twoSignatures: false
+      })
+      const tampered = Buffer.concat([split.payload, Buffer.from("x")])
+      expect(yield* Effect.promise(() => verifySignatures([{ payload: tampered, signature: packet }], [key.armored])))
+        .toEqual([false])
     }))
 
   it.effect("GPG keys: register, list, read, refuse junk and duplicates, delete; another user's key is a 404", () =>
