@@ -124,52 +124,53 @@ export class EventPreparation extends Context.Service<EventPreparation, {
         return facts
       }
 
-      const prepareOne = (orgId: string, input: ObserveEvent, receivedAt: number) =>
+      /** The row of a validated (and symbolicated) event: plain synchronous work. */
+      const toPrepared = (event: ObserveEvent, receivedAt: number): PreparedEvent => {
+        const isSpan = event.level === "span"
+        const stackFrames = event.exception?.stacktrace?.frames
+        const stack = stackFrames === undefined || stackFrames.length === 0 ? null : JSON.stringify(stackFrames)
+        const facts = stack === null || isSpan ? null : factsOf(event, stack)
+        const withoutFrames = stack === null ? event : {
+          ...event,
+          exception: { type: event.exception?.type, value: event.exception?.value }
+        }
+        const span = event.span
+        const message = event.message ?? span?.name ?? ""
+        return {
+          id: makeId("evt"),
+          eventId: event.event_id ?? null,
+          level: event.level ?? (event.exception === undefined ? "info" : "error"),
+          message,
+          timestamp: toMillis(event.timestamp, receivedAt),
+          receivedAt,
+          release: event.release ?? null,
+          environment: event.environment ?? null,
+          userKey: userKey(event.user),
+          fingerprint: isSpan ? null : facts?.fingerprint ?? fingerprint(event),
+          title: isSpan ? message : issueTitle(event) || message,
+          type: event.exception?.type ?? null,
+          culprit: isSpan ? null : facts === null ? culprit(event) : facts.culprit,
+          data: JSON.stringify(withoutFrames),
+          stack,
+          stackId: stack === null ? null : facts?.stackId ?? sha256Hex(stack).slice(0, 32),
+          span: isSpan && span !== undefined
+            ? { ...span, parentId: span.parentId ?? null }
+            : null
+        }
+      }
+
+      /** The event with its frames mapped through the release's source maps (as it is without a match). */
+      const symbolicated = (orgId: string, input: ObserveEvent) =>
         Effect.map(
-          input.exception?.stacktrace?.frames === undefined || input.exception.stacktrace.frames.length === 0
-            ? Effect.succeed(input)
-            : Effect.map(
-              sourceMaps.symbolicate(orgId, input.release, input.exception.stacktrace.frames),
-              (frames): ObserveEvent =>
-                // Without a matching map the frames come back as they were: no copy.
-                frames === input.exception?.stacktrace?.frames
-                  ? input
-                  : { ...input, exception: { ...input.exception, stacktrace: { frames } } }
-            ),
-          (event): PreparedEvent => {
-            const isSpan = event.level === "span"
-            const stackFrames = event.exception?.stacktrace?.frames
-            const stack = stackFrames === undefined || stackFrames.length === 0 ? null : JSON.stringify(stackFrames)
-            const facts = stack === null || isSpan ? null : factsOf(event, stack)
-            const withoutFrames = stack === null ? event : {
-              ...event,
-              exception: { type: event.exception?.type, value: event.exception?.value }
-            }
-            const span = event.span
-            const message = event.message ?? span?.name ?? ""
-            return {
-              id: makeId("evt"),
-              eventId: event.event_id ?? null,
-              level: event.level ?? (event.exception === undefined ? "info" : "error"),
-              message,
-              timestamp: toMillis(event.timestamp, receivedAt),
-              receivedAt,
-              release: event.release ?? null,
-              environment: event.environment ?? null,
-              userKey: userKey(event.user),
-              fingerprint: isSpan ? null : facts?.fingerprint ?? fingerprint(event),
-              title: isSpan ? message : issueTitle(event) || message,
-              type: event.exception?.type ?? null,
-              culprit: isSpan ? null : facts === null ? culprit(event) : facts.culprit,
-              data: JSON.stringify(withoutFrames),
-              stack,
-              stackId: stack === null ? null : facts?.stackId ?? sha256Hex(stack).slice(0, 32),
-              span: isSpan && span !== undefined
-                ? { ...span, parentId: span.parentId ?? null }
-                : null
-            }
-          }
+          sourceMaps.symbolicate(orgId, input.release, input.exception?.stacktrace?.frames ?? []),
+          (frames): ObserveEvent =>
+            // Without a matching map the frames come back as they were: no copy.
+            frames === input.exception?.stacktrace?.frames || input.exception === undefined
+              ? input
+              : { ...input, exception: { ...input.exception, stacktrace: { frames } } }
         )
+
+      const hasFrames = (event: ObserveEvent) => (event.exception?.stacktrace?.frames.length ?? 0) > 0
 
       /** The hand-checked fast path first; the Schema decides (and words the error) otherwise. */
       const decode = (raw: unknown): { readonly event: ObserveEvent } | { readonly error: string } => {
@@ -190,16 +191,48 @@ export class EventPreparation extends Context.Service<EventPreparation, {
         return { event }
       }
 
+      /**
+       * Validation and rows in plain loops; the source maps are asked once per distinct
+       * release of the request, and only events of a release with maps take the effectful
+       * symbolication (per-event effects cost more than the rest of the preparation).
+       */
       const prepareEvents = (orgId: string, entries: ReadonlyArray<unknown>, receivedAt: number) =>
-        Effect.gen(function*() {
-          const events: Array<PreparedEvent> = []
+        Effect.suspend(() => {
+          const valid: Array<ObserveEvent> = []
           const rejected: Array<Rejection> = []
+          const releases = new Set<string>()
           for (let index = 0; index < entries.length; index++) {
             const result = validate(entries[index])
-            if ("error" in result) rejected.push({ index, error: result.error })
-            else events.push(yield* prepareOne(orgId, result.event, receivedAt))
+            if ("error" in result) {
+              rejected.push({ index, error: result.error })
+              continue
+            }
+            valid.push(result.event)
+            if (result.event.release !== undefined && hasFrames(result.event)) releases.add(result.event.release)
           }
-          return { events, rejected }
+          const rows = (events: ReadonlyArray<ObserveEvent>) => {
+            const prepared: Array<PreparedEvent> = []
+            for (const event of events) prepared.push(toPrepared(event, receivedAt))
+            return { events: prepared, rejected }
+          }
+          if (releases.size === 0) return Effect.succeed(rows(valid))
+          return Effect.flatMap(
+            Effect.filter(releases, (release) => sourceMaps.hasMaps(orgId, release)),
+            (withMaps) => {
+              if (withMaps.length === 0) return Effect.succeed(rows(valid))
+              const mapped = new Set(withMaps)
+              return Effect.map(
+                Effect.forEach(
+                  valid,
+                  (event) =>
+                    event.release !== undefined && mapped.has(event.release) && hasFrames(event)
+                      ? symbolicated(orgId, event)
+                      : Effect.succeed(event)
+                ),
+                rows
+              )
+            }
+          )
         })
 
       const prepare = Effect.fnUntraced(function*(orgId: string, body: unknown, receivedAt: number) {

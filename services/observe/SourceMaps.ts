@@ -97,6 +97,11 @@ export class SourceMaps extends Context.Service<SourceMaps, {
     release: string | undefined,
     frames: ReadonlyArray<F>
   ): Effect.Effect<ReadonlyArray<F>>
+  /**
+   * Whether `symbolicate` may change frames of this release (it has maps, or they could
+   * not be listed): false lets ingest skip it for a whole batch. Never fails.
+   */
+  hasMaps(orgId: string, release: string): Effect.Effect<boolean>
 }>()("canopy/observe/SourceMaps") {
   static readonly layer = Layer.effect(
     SourceMaps,
@@ -257,7 +262,14 @@ export class SourceMaps extends Context.Service<SourceMaps, {
           )
         )
 
-      return { upload, list, get, remove, symbolicate }
+      const hasMaps = (orgId: string, release: string) =>
+        namesOf(orgId, release).pipe(
+          Effect.map((names) => names.size > 0),
+          // `symbolicate` then meets the same failure, logs it and keeps the frames.
+          Effect.catchCause(() => Effect.succeed(true))
+        )
+
+      return { upload, list, get, remove, symbolicate, hasMaps }
     })
   )
 }

@@ -35,6 +35,17 @@ export const EventQuota = Schema.Struct({
   previousTotal: Schema.Number
 })
 
+/**
+ * `PreparedEvent`s as one opaque array: checked only for being an array, and its own JSON
+ * encoding (the events are plain JSON data). `Schema.Array(Schema.Unknown)` visited every
+ * event on construction, on encoding (walking each event's tree to prove it is JSON) and on
+ * decoding, also for local calls (the cluster simulates remote serialization).
+ */
+const PreparedEvents = Schema.declare(
+  (input: unknown): input is ReadonlyArray<unknown> => Array.isArray(input),
+  { toCodecJson: () => undefined }
+)
+
 /** Samples and durably writes a request's prepared events; answers after the commit. */
 export const Ingest = Rpc.make("Ingest", {
   payload: {
@@ -45,7 +56,7 @@ export const Ingest = Rpc.make("Ingest", {
      * plain data: re-encoding thousands of fields per request against their schema cost
      * more than the rest of the entity call.
      */
-    events: Schema.Array(Schema.Unknown)
+    events: PreparedEvents
   },
   success: EventQuota
 })

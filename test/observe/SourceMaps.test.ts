@@ -193,6 +193,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Sourc
       expect(yield* sourceMaps.symbolicate(org.id, undefined, firstFrames)).toEqual(firstFrames)
       const other = yield* newOrg()
       expect(yield* sourceMaps.symbolicate(other.org.id, "1.0.0", firstFrames)).toEqual(firstFrames)
+      // Ingest skips symbolication for a request's releases without maps.
+      expect(yield* sourceMaps.hasMaps(org.id, "1.0.0")).toBe(true)
+      expect(yield* sourceMaps.hasMaps(org.id, "9.9.9")).toBe(false)
+      expect(yield* sourceMaps.hasMaps(other.org.id, "1.0.0")).toBe(false)
     }))
 
   it.effect("lists, replaces and deletes maps; another organization's map is a 404", () =>
