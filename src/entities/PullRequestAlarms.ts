@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Duration, Effect, Fiber, Layer, Schedule } from 
 import { EntityId, Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { PullRequest } from "./PullRequest.ts"
+import { sleepUntil } from "./SleepUntil.ts"
 
 /** After a failed `Tick` (database or cluster trouble), try again this much later. */
 const RETRY_AFTER_ERROR_MS = 5_000
@@ -60,9 +61,8 @@ export class PullRequestAlarms extends Context.Service<PullRequestAlarms, {
           current.fiber.interruptUnsafe()
         }
         if (at === null) return
-        const delay = Math.max(0, at - clock.currentTimeMillisUnsafe())
         const fiber = run(Effect.andThen(
-          Effect.sleep(delay),
+          sleepUntil(clock, at),
           Effect.suspend(() => {
             if (alarms.get(prId)?.fiber === fiber) alarms.delete(prId)
             return fire(prId)

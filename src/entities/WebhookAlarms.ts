@@ -1,5 +1,6 @@
 import { Cause, Clock, Context, Effect, Fiber, Layer, Semaphore } from "effect"
 import { EntityId, Sharding } from "effect/cluster"
+import { sleepUntil } from "./SleepUntil.ts"
 import { Webhook } from "./Webhook.ts"
 
 /** After a failed `Drain` (database or cluster trouble), try again this much later. */
@@ -84,10 +85,9 @@ export class WebhookAlarms extends Context.Service<WebhookAlarms, {
           }
           state.at = at
           state.armed = true
-          const delay = Math.max(0, at - clock.currentTimeMillisUnsafe())
           // Tracked until it ends, so the layer's shutdown interrupts it (a fiber may start
           // running before `run` returns: nothing below relies on the order).
-          const fiber = run(Effect.andThen(Effect.sleep(delay), fire(webhookId, state)))
+          const fiber = run(Effect.andThen(sleepUntil(clock, at), fire(webhookId, state)))
           if (state.armed && state.at === at) state.timer = fiber
           fibers.add(fiber)
           fiber.addObserver(() => fibers.delete(fiber))
