@@ -1,26 +1,22 @@
 import { expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { bootstrapOrg, request, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { cloneUrl, gitClient, writeFiles } from "./gitClient.ts"
 
 /** A data folder whose `blobs` is the shared object store (each runner keeps its own git cache). */
-const dataDirSharing = (blobs: string) => {
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-runner-"))
-  Fs.symlinkSync(blobs, Path.join(dir, "blobs"))
-  return dir
-}
+const dataDirSharing = (blobs: string) =>
+  Effect.tap(tempDir("canopy-runner-"), (dir) => Effect.sync(() => Fs.symlinkSync(blobs, Path.join(dir, "blobs"))))
 
 it.effect("a push through one runner is seen by a clone through another", () =>
   Effect.gen(function*() {
     const url = yield* createTestDatabase
-    const blobs = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-shared-blobs-"))
-    yield* Effect.addFinalizer(() => Effect.sync(() => Fs.rmSync(blobs, { recursive: true, force: true })))
-    const first = yield* startAppOnDatabase(url, { dataDir: dataDirSharing(blobs) })
-    const second = yield* startAppOnDatabase(url, { dataDir: dataDirSharing(blobs) })
+    const blobs = yield* tempDir("canopy-shared-blobs-")
+    const first = yield* startAppOnDatabase(url, { dataDir: yield* dataDirSharing(blobs) })
+    const second = yield* startAppOnDatabase(url, { dataDir: yield* dataDirSharing(blobs) })
     const org = yield* bootstrapOrg(first.baseUrl, { slug: "two-runners", plan: "enterprise" })
     const created = yield* request(`${first.baseUrl}/api/v1/code/repos`, {
       method: "POST",

@@ -1,17 +1,15 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Fs from "node:fs"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { LiveMessage } from "../../schemas/Live.ts"
 import { LiveHub } from "../../services/live/LiveHub.ts"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { publish } from "../../services/platform/Events.ts"
 import { bootstrapOrg, request, startApp, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { eventually } from "../support/wait.ts"
 import { connectLive, liveUrl, refusedStatus } from "./client.ts"
 import { createIncident } from "./incidents.ts"
@@ -189,7 +187,7 @@ describe("live status stream", () => {
     Effect.gen(function*() {
       const databaseUrl = yield* createTestDatabase
       // Runners of one deployment share the master key (here: the data folder holding it).
-      const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-live-"))
+      const dataDir = yield* tempDir("canopy-live-")
       const runner = (port: number) => ({
         runnerAddress: Option.some({ host: "127.0.0.1", port }),
         runnerListenAddress: Option.none(),

@@ -17,6 +17,7 @@ import { Monitor } from "../../src/entities/Monitor.ts"
 import { MonitorSchedulingLive } from "../../src/entities/MonitorScheduling.ts"
 import { testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { eventuallySettled as eventually, stays } from "../support/wait.ts"
 
 /**
@@ -70,7 +71,7 @@ const build = Effect.gen(function*() {
   // Start the clock at the real time: rows written by Postgres defaults must not be in its future.
   yield* TestClock.setTime(Date.now())
   const url = yield* createTestDatabase
-  const config = testConfig(url)
+  const config = testConfig(url, { dataDir: yield* tempDir("canopy-schedule-") })
   const layer = MonitorSchedulingLive({ sweepInterval: "10 seconds" }).pipe(
     Layer.provideMerge(Layer.mergeAll(Monitors.layer, CheckRecorder.layer, Checker.layer)),
     Layer.provideMerge(Layer.mergeAll(Uptime.layer, OutboundGuard.layerFromConfig, Events.layer)),

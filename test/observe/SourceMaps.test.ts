@@ -79,7 +79,7 @@ const build = (entry: "orders.js" | "main2.js"): Promise<Build> => {
   }).then((result) => ({
     js: result.outputFiles.find((file) => file.path.endsWith(".js"))!.text,
     map: result.outputFiles.find((file) => file.path.endsWith(".map"))!.text
-  }))
+  })).finally(() => Fs.rmSync(dir, { recursive: true, force: true }))
 }
 
 /** Runs the bundle as the browser would load it and turns the thrown stack into Sentry frames. */

@@ -6,6 +6,7 @@ import { AppLive } from "../../layers/App.ts"
 import { IngestClock } from "../../services/observe/IngestClock.ts"
 import { request, testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 
 /**
  * The whole app on a fresh database, its ingest streams sampling and counting by `clock`
@@ -13,7 +14,7 @@ import { createTestDatabase } from "../support/database.ts"
  */
 export const startWithIngestClock = (clock: { readonly now: () => number }) =>
   Effect.gen(function*() {
-    const config = testConfig(yield* createTestDatabase)
+    const config = testConfig(yield* createTestDatabase, { dataDir: yield* tempDir("canopy-observe-") })
     const context = yield* Layer.build(AppLive(config).pipe(Layer.provide(Layer.succeed(IngestClock)(clock))))
     const address = Context.get(context, HttpServer.HttpServer).address
     return {

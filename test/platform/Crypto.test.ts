@@ -2,7 +2,6 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as NodeCrypto from "node:crypto"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import {
   Crypto,
@@ -11,6 +10,7 @@ import {
   MasterKeyError,
   parseMasterKey
 } from "../../services/platform/Crypto.ts"
+import { tempDir } from "../support/tempDir.ts"
 
 const masterKey = new Uint8Array(NodeCrypto.randomBytes(32))
 const CryptoTest = Crypto.layer(Redacted.make(masterKey))
@@ -23,10 +23,7 @@ const withCrypto = <A, E>(
     return yield* f(yield* Crypto)
   }).pipe(Effect.provide(layer))
 
-const tempDir = Effect.acquireRelease(
-  Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-crypto-"))),
-  (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-)
+const keyDir = tempDir("canopy-crypto-")
 
 /** Flips one bit of the byte at `index` of the dot-separated part `part` of a ciphertext. */
 const flipBit = (ciphertext: string, part: number, index = 0): string => {
@@ -143,7 +140,7 @@ describe("Crypto", () => {
 describe("loadOrCreateMasterKey", () => {
   it.effect("creates master.key with mode 0600 and reuses it", () =>
     Effect.gen(function*() {
-      const dir = Path.join(yield* tempDir, "data")
+      const dir = Path.join(yield* keyDir, "data")
       const first = yield* loadOrCreateMasterKey(dir)
       const file = Path.join(dir, "master.key")
       const stat = Fs.statSync(file)
@@ -166,7 +163,7 @@ describe("loadOrCreateMasterKey", () => {
 
   it.effect("concurrent first starts agree on one key", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* keyDir
       const keys = yield* Effect.forEach(Array.from({ length: 8 }), () => loadOrCreateMasterKey(dir), {
         concurrency: "unbounded"
       })
@@ -179,7 +176,7 @@ describe("loadOrCreateMasterKey", () => {
 
   it.effect("prefers MASTER_KEY given by the caller, as hex or base64", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* keyDir
       const raw = NodeCrypto.randomBytes(32)
       for (
         const text of [
@@ -201,7 +198,7 @@ describe("loadOrCreateMasterKey", () => {
 
   it.effect("rejects a malformed MASTER_KEY without echoing it", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* keyDir
       for (
         const bad of [
           "too-short",
@@ -218,7 +215,7 @@ describe("loadOrCreateMasterKey", () => {
 
   it.effect("rejects a corrupt master.key instead of replacing it", () =>
     Effect.gen(function*() {
-      const dir = yield* tempDir
+      const dir = yield* keyDir
       const file = Path.join(dir, "master.key")
       Fs.writeFileSync(file, "garbage\n", { mode: 0o600 })
       const error = yield* Effect.flip(loadOrCreateMasterKey(dir))

@@ -2,11 +2,11 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { request } from "../support/app.ts"
 import { startRunner } from "../support/processes.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { eventually } from "../support/wait.ts"
 
 /** The child's exit code; fails with its output if it has not exited within 60 s. */
@@ -27,10 +27,7 @@ describe("embedded mode", () => {
     "starts Postgres itself, stops it cleanly on SIGTERM and keeps the data for the next start",
     () =>
       Effect.gen(function*() {
-        const dataDir = yield* Effect.acquireRelease(
-          Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-embedded-"))),
-          (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-        )
+        const dataDir = yield* tempDir("canopy-embedded-")
         Fs.chmodSync(dataDir, 0o755)
         const env = { DATABASE_URL: "", RUNNER_ADDRESS: "", DATA_DIR: dataDir, ADMIN_TOKEN: "" }
 

@@ -2,10 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect, Layer, Redacted } from "effect"
 import * as Fs from "node:fs"
 import type * as Net from "node:net"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { SMTPServer } from "smtp-server"
 import { Mailer, MailError, type MailMessage } from "../../services/platform/Mailer.ts"
+import { tempDir } from "../support/tempDir.ts"
 
 const USER = "canopy-mailer"
 const PASS = "s3cr:et/p@ss word"
@@ -188,10 +188,7 @@ describe("Mailer.layerSmtp", () => {
 describe("Mailer.layerOutbox", () => {
   it.live("writes each message as a sortable .eml file", () =>
     Effect.gen(function*() {
-      const root = yield* Effect.acquireRelease(
-        Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-outbox-"))),
-        (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-      )
+      const root = yield* tempDir("canopy-outbox-")
       const dir = Path.join(root, "outbox")
       const ids = yield* Effect.gen(function*() {
         const mailer = yield* Mailer

@@ -4,8 +4,6 @@ import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import { MessageStorage, RunnerHealth, Runners, RunnerStorage, Sharding, ShardingConfig } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
 import * as Path from "node:path"
 import { CodeReviewLive } from "../../layers/CodeReview.ts"
 import { GitLive } from "../../services/git/GitLive.ts"
@@ -21,6 +19,7 @@ import { PullRequestLive } from "../../src/entities/PullRequestLive.ts"
 import { gitClient } from "../git/gitClient.ts"
 import { startAppOnDatabase, testConfig } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { eventually, eventuallySettled, stays } from "../support/wait.ts"
 import { api, pushBranch, repoWithMain } from "./support.ts"
 
@@ -60,10 +59,7 @@ const build = Effect.gen(function*() {
   // Start at the real time: rows written by Postgres defaults must not be in the clock's future.
   yield* TestClock.setTime(Date.now())
   const url = yield* createTestDatabase
-  const dataDir = yield* Effect.acquireRelease(
-    Effect.sync(() => Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-stale-"))),
-    (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
-  )
+  const dataDir = yield* tempDir("canopy-stale-")
   const layer = PullRequestLive({ sweepInterval: "1 hour" }).pipe(
     Layer.provideMerge(PullsLive),
     Layer.provideMerge(CodeReviewLive),

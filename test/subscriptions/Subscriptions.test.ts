@@ -2,14 +2,12 @@ import { describe, expect, it } from "@effect/vitest"
 import { solveChallenge } from "altcha-lib"
 import { deriveKey } from "altcha-lib/algorithms/pbkdf2"
 import { Effect, Option, Redacted } from "effect"
-import * as Fs from "node:fs"
-import * as Os from "node:os"
-import * as Path from "node:path"
 import { createIncident, patchIncident } from "../live/incidents.ts"
 import type { ReceivedMail } from "../notifications/smtp.ts"
 import { startSmtpServer } from "../notifications/smtp.ts"
 import { bootstrapOrg, request, startApp, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
+import { tempDir } from "../support/tempDir.ts"
 import { eventually } from "../support/wait.ts"
 
 /** Fetches a challenge and solves it as the ALTCHA widget would; returns the `challengeToken`. */
@@ -173,7 +171,7 @@ describe("e-mail subscriptions", () => {
         // Runners of one deployment share the master key (here: the data folder holding it).
         const config = {
           smtpUrl: Option.some(Redacted.make(smtp.url)),
-          dataDir: Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-subs-"))
+          dataDir: yield* tempDir("canopy-subs-")
         }
         const a = yield* startAppOnDatabase(databaseUrl, config)
         const { key } = yield* bootstrapOrg(a.baseUrl, { slug: "restart-subs" })

@@ -10,12 +10,14 @@ import { createTestDatabase } from "./database.ts"
 
 export const adminToken = "adm_test_token_0123456789"
 
-/** A configuration like `npm start`'s, on a fresh database and data folder, serving on a free port. */
+/**
+ * A configuration like `npm start`'s, on a fresh database, serving on a free port. Without a
+ * `dataDir` override it makes a data folder the caller removes (`startAppOnDatabase` does).
+ */
 export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigShape>): AppConfigShape => ({
   port: 0,
   host: "127.0.0.1",
   baseUrl: "http://localhost",
-  dataDir: Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-data-")),
   databaseUrl: Option.some(Redacted.make(databaseUrl)),
   s3: Option.none(),
   smtpUrl: Option.none(),
@@ -27,7 +29,8 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
   runnerListenAddress: Option.none(),
   outboundAllowPrivate: true,
   trustedProxies: [],
-  ...overrides
+  ...overrides,
+  dataDir: overrides?.dataDir ?? Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-data-"))
 })
 
 /**

@@ -11,12 +11,33 @@ declare module "vitest" {
   }
 }
 
+/** Left in the temp folder by tools, not by tests: tsx's compile cache (`tsx-<uid>`). */
+const toolCaches = /^tsx-\d+$/
+
+/**
+ * Points the OS temp folder of the whole run (test files, the processes they start) at a
+ * folder of its own, and at the end fails the run if a test left anything in it (data
+ * folders hold master keys), then removes it.
+ */
+const privateTempFolder = () => {
+  const folder = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-run-"))
+  // Embedded Postgres (run as the postgres user under root) reads files it is given here.
+  Fs.chmodSync(folder, 0o755)
+  process.env.TMPDIR = folder
+  return () => {
+    const left = Fs.readdirSync(folder).filter((name) => !toolCaches.test(name))
+    Fs.rmSync(folder, { recursive: true, force: true })
+    if (left.length > 0) throw new Error(`tests left these in the temp folder: ${left.join(", ")}`)
+  }
+}
+
 /** One embedded Postgres for the whole run; every test file makes its own database in it. */
 export default async function setup(project: TestProject) {
+  const checkTempFolder = privateTempFolder()
   const external = process.env.TEST_DATABASE_URL
   if (external !== undefined) {
     project.provide("postgresUrl", external)
-    return
+    return checkTempFolder
   }
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-test-"))
   Fs.chmodSync(dir, 0o755)
@@ -28,5 +49,6 @@ export default async function setup(project: TestProject) {
   return async () => {
     await Effect.runPromise(Scope.close(scope, Exit.void))
     Fs.rmSync(dir, { recursive: true, force: true })
+    checkTempFolder()
   }
 }
