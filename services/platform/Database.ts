@@ -1,5 +1,5 @@
 import { PgClient } from "@effect/sql-pg"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, type Duration, Effect, Layer, Redacted } from "effect"
 import * as Migrator from "effect/sql/Migrator"
 import { migrations } from "../../migrations/index.ts"
 
@@ -15,7 +15,15 @@ export class Database extends Context.Service<Database, {
   readonly url: Redacted.Redacted
   readonly migrated: ReadonlyArray<string>
 }>()("canopy/platform/Database") {
-  static readonly layer = (url: Redacted.Redacted, options?: { readonly maxConnections?: number }) =>
+  static readonly layer = (
+    url: Redacted.Redacted,
+    options?: {
+      readonly maxConnections?: number
+      /** The pool's timeouts (they run on the Effect clock): see `test/support/database.ts`. */
+      readonly connectTimeout?: Duration.Input
+      readonly idleTimeout?: Duration.Input
+    }
+  ) =>
     Layer.effect(
       Database,
       Effect.gen(function*() {
@@ -25,6 +33,11 @@ export class Database extends Context.Service<Database, {
         return { url, migrated: applied.map(([id, name]) => `${id}_${name}`) }
       })
     ).pipe(
-      Layer.provideMerge(PgClient.layer({ url, maxConnections: options?.maxConnections ?? 20 }))
+      Layer.provideMerge(PgClient.layer({
+        url,
+        maxConnections: options?.maxConnections ?? 20,
+        connectTimeout: options?.connectTimeout,
+        idleTimeout: options?.idleTimeout
+      }))
     )
 }

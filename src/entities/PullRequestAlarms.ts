@@ -4,8 +4,8 @@ import { SqlClient } from "effect/sql"
 import { PullRequest } from "./PullRequest.ts"
 import { sleepUntil } from "./SleepUntil.ts"
 
-/** After a failed `Tick` (database or cluster trouble), try again this much later. */
-const RETRY_AFTER_ERROR_MS = 5_000
+/** After a failed `Tick` or stale step (database or cluster trouble), try again this much later. */
+export const RETRY_AFTER_ERROR_MS = 5_000
 
 interface Alarm {
   readonly at: number

@@ -1,10 +1,10 @@
-import { Cause, type Context, Effect } from "effect"
+import { Cause, Clock, type Context, Effect } from "effect"
 import { Entity } from "effect/cluster"
 import { Automation } from "../../services/pulls/Automation.ts"
 import { Mergeability } from "../../services/pulls/Mergeability.ts"
 import { Merger } from "../../services/pulls/Merger.ts"
 import { PullRequest } from "./PullRequest.ts"
-import { PullRequestAlarms } from "./PullRequestAlarms.ts"
+import { PullRequestAlarms, RETRY_AFTER_ERROR_MS } from "./PullRequestAlarms.ts"
 
 const logged = (message: string, prId: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
   Effect.catchCause(self, (cause) =>
@@ -26,6 +26,11 @@ export const PullRequestEntityLayer = PullRequest.toLayer(
 
     /** The stale step, with the durable timer armed for the next one. */
     const stale = Effect.tap(automation.staleTick(prId), (next) => Effect.sync(() => alarms.set(prId, next)))
+    /** A step that failed (database trouble) is tried again soon, not only at the next sweep. */
+    const retrySoon = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) => Effect.sync(() => alarms.set(prId, now + RETRY_AFTER_ERROR_MS))
+    )
 
     return PullRequest.of({
       Refresh: ({ payload }) =>
@@ -43,10 +48,13 @@ export const PullRequestEntityLayer = PullRequest.toLayer(
       Tick: () =>
         stale.pipe(
           Effect.catchCause((cause) =>
-            Effect.as(
-              Effect.logWarning("PullRequest: stale check failed", cause).pipe(Effect.annotateLogs({ prId })),
-              null
-            )
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.failCause(cause as Cause.Cause<never>)
+              : Effect.logWarning("PullRequest: stale check failed, retrying", cause).pipe(
+                Effect.annotateLogs({ prId }),
+                Effect.andThen(retrySoon),
+                Effect.as(null)
+              )
           ),
           own
         )

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { TestRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -10,13 +10,12 @@ import { Checker } from "../../services/monitoring/checks/Checker.ts"
 import { Monitors } from "../../services/monitoring/Monitors.ts"
 import { Uptime } from "../../services/monitoring/Uptime.ts"
 import { AppConfig } from "../../services/platform/AppConfig.ts"
-import { Database } from "../../services/platform/Database.ts"
 import { Events } from "../../services/platform/Events.ts"
 import { OutboundGuard } from "../../services/platform/OutboundGuard.ts"
 import { Monitor } from "../../src/entities/Monitor.ts"
 import { MonitorSchedulingLive } from "../../src/entities/MonitorScheduling.ts"
 import { testConfig } from "../support/app.ts"
-import { createTestDatabase } from "../support/database.ts"
+import { createTestDatabase, databaseUnderTestClock } from "../support/database.ts"
 import { tempDir } from "../support/tempDir.ts"
 import { eventuallySettled as eventually, stays } from "../support/wait.ts"
 
@@ -76,7 +75,7 @@ const build = Effect.gen(function*() {
     Layer.provideMerge(Layer.mergeAll(Monitors.layer, CheckRecorder.layer, Checker.layer)),
     Layer.provideMerge(Layer.mergeAll(Uptime.layer, OutboundGuard.layerFromConfig, Events.layer)),
     Layer.provideMerge(TestRunner.layer),
-    Layer.provideMerge(Database.layer(Redacted.make(url), { maxConnections: 8 })),
+    Layer.provideMerge(databaseUnderTestClock(url, 8)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const context = yield* Layer.build(layer)

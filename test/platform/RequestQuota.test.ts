@@ -1,12 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { TestRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
-import { Database } from "../../services/platform/Database.ts"
 import { OrganizationEntityLayer } from "../../src/entities/Organization.ts"
 import { RequestQuota } from "../../src/http/RequestQuota.ts"
-import { createTestDatabase } from "../support/database.ts"
+import { createTestDatabase, databaseUnderTestClock } from "../support/database.ts"
 import { eventually } from "../support/wait.ts"
 
 /**
@@ -21,7 +20,7 @@ const build = Effect.gen(function*() {
   const layer = RequestQuota.layer.pipe(
     Layer.provideMerge(OrganizationEntityLayer),
     Layer.provideMerge(TestRunner.layer),
-    Layer.provideMerge(Database.layer(Redacted.make(url), { maxConnections: 4 }))
+    Layer.provideMerge(databaseUnderTestClock(url, 4))
   )
   const context = yield* Layer.build(layer)
   const quota = Context.get(context, RequestQuota)

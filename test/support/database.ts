@@ -17,6 +17,15 @@ export const createTestDatabase = Effect.gen(function*() {
   return url.toString()
 })
 
+/**
+ * The database for a test that moves a `TestClock`: the pool's connect and idle timeouts run
+ * on the Effect clock, so a jump of days would close its idle connections and fail the
+ * connection being opened meanwhile ("Connection timed out") though it took milliseconds.
+ * The database is a real server in real time: its timeouts are set beyond any jump.
+ */
+export const databaseUnderTestClock = (url: string, maxConnections: number) =>
+  Database.layer(Redacted.make(url), { maxConnections, connectTimeout: "1000 days", idleTimeout: "1000 days" })
+
 /** A migrated, empty database for one test file. */
 export const TestDatabase = Layer.unwrap(
   Effect.map(createTestDatabase, (url) => Database.layer(Redacted.make(url), { maxConnections: 10 }))

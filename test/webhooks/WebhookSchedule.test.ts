@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Effect, Layer, Redacted } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { TestRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
@@ -9,7 +9,6 @@ import * as Path from "node:path"
 import { Conflict } from "../../schemas/Errors.ts"
 import { AppConfig } from "../../services/platform/AppConfig.ts"
 import { Crypto } from "../../services/platform/Crypto.ts"
-import { Database } from "../../services/platform/Database.ts"
 import { Events } from "../../services/platform/Events.ts"
 import { Mailer } from "../../services/platform/Mailer.ts"
 import { OutboundGuard } from "../../services/platform/OutboundGuard.ts"
@@ -20,7 +19,7 @@ import { deliveryRetentionDays } from "../../services/webhooks/Limits.ts"
 import { Webhooks } from "../../services/webhooks/Webhooks.ts"
 import { WebhookDeliveryLive } from "../../src/entities/WebhookDelivery.ts"
 import { testConfig } from "../support/app.ts"
-import { createTestDatabase } from "../support/database.ts"
+import { createTestDatabase, databaseUnderTestClock } from "../support/database.ts"
 import { eventuallySettled as eventually, stays } from "../support/wait.ts"
 import { startReceiver } from "./receiver.ts"
 
@@ -49,7 +48,7 @@ const build = Effect.gen(function*() {
       Mailer.layerOutbox({ dir: outbox, from: "Canopy <canopy@test>" })
     )),
     Layer.provideMerge(TestRunner.layer),
-    Layer.provideMerge(Database.layer(Redacted.make(url), { maxConnections: 8 })),
+    Layer.provideMerge(databaseUnderTestClock(url, 8)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
   const context = yield* Layer.build(layer)
