@@ -13,7 +13,8 @@
  *
  * Then the cost of branch protection on a 100-commit signed push (bench/git-protection.ts).
  *
- * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4).
+ * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4),
+ * ONLY=protection (only the branch protection part: no generated repository, no http-backend).
  */
 import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
@@ -31,6 +32,7 @@ const env = (name: string, fallback: number) => Number(process.env[name] || fall
 const COMMITS = env("COMMITS", 3000)
 const FILES = env("FILES", 2000)
 const LARGE = env("LARGE", 4)
+const ONLY_PROTECTION = process.env.ONLY === "protection"
 const BACKEND = "/usr/lib/git-core/git-http-backend"
 const adminToken = "adm_bench_git"
 
@@ -103,13 +105,15 @@ interface Measure {
   readonly up: number
 }
 
-const main = async () => {
-  const scope = Effect.runSync(Scope.make())
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-git-"))
-  Fs.chmodSync(dir, 0o755)
-  const home = Path.join(dir, "home")
-  Fs.mkdirSync(home)
-  const gitEnv = isolatedGitEnv(home, "Bench", "bench@example.com")
+/** Clone, fetch and push against Canopy and `git http-backend` serving the same generated repository. */
+const compareWithHttpBackend = async (
+  dir: string,
+  gitEnv: NodeJS.ProcessEnv,
+  canopyPort: number,
+  canopyData: string,
+  key: string,
+  api: (path: string, body: unknown, token?: string) => Promise<any>
+) => {
   const source = Path.join(dir, "source.git")
   const started = Date.now()
   const objects = await generateRepository(source, { commits: COMMITS, files: FILES, largeFiles: LARGE, env: gitEnv })
@@ -120,29 +124,6 @@ const main = async () => {
       Date.now() - started
     } ms`
   )
-
-  // Canopy
-  const pg = await Effect.runPromise(
-    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
-  )
-  const canopyPort = await freePort()
-  const canopyData = Path.join(dir, "canopy")
-  const canopy = await startProcess("src/main.ts", {
-    DATABASE_URL: pg.url,
-    PORT: String(canopyPort),
-    HOST: "127.0.0.1",
-    ADMIN_TOKEN: adminToken,
-    DATA_DIR: canopyData
-  }, `http://127.0.0.1:${canopyPort}/readyz`)
-  const api = (path: string, body: unknown, token = adminToken) =>
-    fetch(`http://127.0.0.1:${canopyPort}${path}`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      body: JSON.stringify(body)
-    }).then((r) => r.json() as Promise<any>)
-  await api("/api/v1/admin/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
-  await api("/api/v1/admin/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
-  const { key } = await api("/api/v1/admin/orgs/bench/keys", { username: "bench" })
   const repo = await api("/api/v1/code/repos", { name: "repo" }, key)
 
   // git http-backend over a bare repository at the same path
@@ -201,6 +182,41 @@ const main = async () => {
   })
   console.log(`\nCOMMITS=${COMMITS} FILES=${FILES} LARGE=${LARGE} (bytes: received by the client, sent for pushes)\n`)
   printTable(rows)
+  for (const server of servers) server.proxy.close()
+  backend.close()
+}
+
+const main = async () => {
+  const scope = Effect.runSync(Scope.make())
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-git-"))
+  Fs.chmodSync(dir, 0o755)
+  const home = Path.join(dir, "home")
+  Fs.mkdirSync(home)
+  const gitEnv = isolatedGitEnv(home, "Bench", "bench@example.com")
+
+  // Canopy
+  const pg = await Effect.runPromise(
+    startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
+  )
+  const canopyPort = await freePort()
+  const canopyData = Path.join(dir, "canopy")
+  const canopy = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(canopyPort),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: adminToken,
+    DATA_DIR: canopyData
+  }, `http://127.0.0.1:${canopyPort}/readyz`)
+  const api = (path: string, body: unknown, token = adminToken) =>
+    fetch(`http://127.0.0.1:${canopyPort}${path}`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+      body: JSON.stringify(body)
+    }).then((r) => r.json() as Promise<any>)
+  await api("/api/v1/admin/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
+  await api("/api/v1/admin/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+  const { key } = await api("/api/v1/admin/orgs/bench/keys", { username: "bench" })
+  if (!ONLY_PROTECTION) await compareWithHttpBackend(dir, gitEnv, canopyPort, canopyData, key, api)
 
   const protection = await benchProtection({
     baseUrl: `http://127.0.0.1:${canopyPort}`,
@@ -212,8 +228,6 @@ const main = async () => {
   console.log("\nBranch protection on push (goal: ratio under 1.10)\n")
   printTable(protection)
 
-  for (const server of servers) server.proxy.close()
-  backend.close()
   await stop(canopy)
   await Effect.runPromise(Scope.close(scope, Exit.void))
   Fs.rmSync(dir, { recursive: true, force: true })
