@@ -2,9 +2,8 @@ import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect
 import { SqlClient } from "effect/sql"
 import { Deliveries } from "./Deliveries.ts"
 import {
-  ATTEMPT_COLUMNS,
   type AttemptRecord,
-  attemptRow,
+  attemptRows,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
@@ -57,7 +56,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
       const queue = yield* Queue.unbounded<Request>()
 
       const write = (requests: ReadonlyArray<Request>) => {
-        const logged = requests.flatMap((request) => request.attempts.map(attemptRow))
+        const logged = requests.flatMap((request) => request.attempts)
         const claims = requests.map((request, n) => ({
           n,
           webhookId: request.webhookId,
@@ -66,9 +65,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
           limit: request.limit
         }))
         return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
-          WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
-          ), c AS (
+          WITH r AS (${attemptRows(sql, logged)}), c AS (
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
               n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
           ), logged AS (

@@ -5,9 +5,8 @@ import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
-  ATTEMPT_COLUMNS,
   type AttemptRecord,
-  attemptRow,
+  attemptRows,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
@@ -182,6 +181,9 @@ export class Deliveries extends Context.Service<Deliveries, {
           SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
           FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
             AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
+          -- No foreign key (0019): the lock keeps a concurrent delete of the webhook behind this commit.
+          JOIN webhooks w ON w.id = r."webhookId"
+          FOR KEY SHARE OF w
           RETURNING *`
         const webhookIds = [...new Set(deliveries.map((delivery) => delivery.webhookId))]
         yield* sql`
@@ -195,10 +197,18 @@ export class Deliveries extends Context.Service<Deliveries, {
         const iso = new Date(at).toISOString()
         const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
         const matches = yield* sql<{ n: number; webhookId: string }>`
+          WITH e AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
+              AS e(n integer, "orgId" text, "repoId" text, event text)
+          ), w AS (
+            -- Deliveries have no foreign key (0019): a webhook deleted meanwhile waits for this
+            -- transaction, then its delete removes what it queued. One lock per webhook and batch.
+            SELECT id, org_id, repo_id, events, created_at FROM webhooks
+            WHERE org_id IN (SELECT "orgId" FROM e) AND is_active
+            FOR KEY SHARE
+          )
           SELECT e.n, w.id AS "webhookId"
-          FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
-            AS e(n integer, "orgId" text, "repoId" text, event text)
-          JOIN webhooks w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId" AND w.is_active
+          FROM e JOIN w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId"
             AND w.events && ARRAY[e.event, '*']::text[]
           ORDER BY e.n, w.created_at, w.id`
         if (matches.length === 0) return 0
@@ -280,11 +290,8 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
         if (attempts.length === 0) return Effect.void
-        const rows = attempts.map(attemptRow)
         return Effect.orDie(sql`
-          WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
-          ), logged AS (
+          WITH r AS (${attemptRows(sql, attempts)}), logged AS (
             ${sql.literal(LOG_ATTEMPTS)}
           )
           UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
