@@ -40,12 +40,14 @@ export const makeSendAgents = (): SendAgents => {
   return { http: new Http.Agent(options), https: new Https.Agent(options) }
 }
 
-const flatHeaders = (headers: Http.IncomingHttpHeaders): Record<string, string> =>
-  Object.fromEntries(
-    Object.entries(headers).flatMap(([key, value]) =>
-      value === undefined ? [] : [[key, Array.isArray(value) ? value.join(", ") : value]]
-    )
-  )
+const flatHeaders = (headers: Http.IncomingHttpHeaders): Record<string, string> => {
+  const flat: Record<string, string> = {}
+  for (const key in headers) {
+    const value = headers[key]
+    if (value !== undefined) flat[key] = Array.isArray(value) ? value.join(", ") : value
+  }
+  return flat
+}
 
 /**
  * Posts one webhook request to already checked addresses (see `OutboundGuard.resolve`): the
