@@ -204,5 +204,43 @@ describe("webhook retry schedule (TestClock)", () => {
       yield* t.sql`UPDATE organizations SET plan = 'free' WHERE id = ${t.scope.orgId}`
       expect(yield* t.prune(now)).toBe(1)
       expect((yield* remaining).map((row) => row.id)).toEqual(["delivery_old_pending"])
+      // The log has no foreign keys (migration 0019): the pruned deliveries' attempts went with them.
+      expect(yield* t.sql`SELECT delivery_seq FROM webhook_attempts`).toEqual([])
+    }))
+
+  it.effect("deleting a webhook, or its organization, removes its deliveries and their attempts", () =>
+    Effect.gen(function*() {
+      const t = yield* build
+      const receiver = yield* startReceiver(() => 200)
+      const create = t.webhooks.create(t.scope, { url: receiver.url(), events: ["*"] }).pipe(Effect.orDie)
+      const [doomed, kept] = [yield* create, yield* create]
+      for (const hook of [doomed, kept, doomed]) yield* t.fanOut.ping(t.scope, hook.id).pipe(Effect.orDie)
+      yield* eventually("attempts", t.attempts(doomed.id), (a) => a.length === 2)
+      yield* eventually("attempts", t.attempts(kept.id), (a) => a.length === 1)
+      // A pending delivery too (the queue), due later.
+      yield* t.sql`
+        INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
+        VALUES ('delivery_pending', ${doomed.id}, 'ping', '{}', now() + interval '1 hour', now())`
+      const logOf = (webhookId: string) =>
+        t.sql<{ deliveries: number; attempts: number }>`
+          SELECT count(*)::int AS deliveries,
+            (SELECT count(*)::int FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq
+              WHERE d.webhook_id = ${webhookId}) AS attempts
+          FROM webhook_deliveries WHERE webhook_id = ${webhookId}`.pipe(Effect.map((rows) => rows[0]))
+      const attemptRows = t.sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_attempts`.pipe(
+        Effect.map((rows) => rows[0].n)
+      )
+      expect(yield* logOf(doomed.id)).toEqual({ deliveries: 3, attempts: 2 })
+      expect(yield* attemptRows).toBe(3)
+
+      yield* t.webhooks.remove(t.scope, doomed.id).pipe(Effect.orDie)
+      expect(yield* logOf(doomed.id)).toEqual({ deliveries: 0, attempts: 0 })
+      // No attempt is left behind without its delivery; the other webhook's log is untouched.
+      expect(yield* attemptRows).toBe(1)
+      expect(yield* logOf(kept.id)).toEqual({ deliveries: 1, attempts: 1 })
+
+      yield* t.sql`DELETE FROM organizations WHERE id = ${t.scope.orgId}`
+      expect(yield* logOf(kept.id)).toEqual({ deliveries: 0, attempts: 0 })
+      expect(yield* attemptRows).toBe(0)
     }))
 })
