@@ -52,12 +52,30 @@ export const LOG_ATTEMPTS = `INSERT INTO webhook_attempts (delivery_seq, attempt
 
 /**
  * SQL assignments logging an attempt `r` (see `attemptRows`) on its delivery `d`: a failed
- * attempt with retries left moves the timer to its retry and ends the claim.
+ * attempt with retries left moves the timer to its retry and ends the claim. The queue follows
+ * with `QUEUE_AFTER_ATTEMPTS`. No index covers these columns: a HOT update.
  */
 export const RECORD_SET = `status = r.status, response_code = r."responseCode", duration_ms = r."durationMs",
   delivered_at = r."startedAt",
   next_attempt_at = CASE WHEN r.status = 'pending' THEN r."retryAt" ELSE d.next_attempt_at END,
   claimed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE d.claimed_at END`
+
+/**
+ * SQL: keeps the queue (`webhook_queue`, one row per pending delivery) in step with the
+ * attempts `r` being logged, as two CTEs (`dequeued`, `requeued`) of the logging statement: a
+ * delivery that ends leaves the queue, one with a retry moves to its retry time. Like
+ * `RECORD_SET`, only for a delivery still pending at the attempt logged; the queue row is
+ * found by its delivery's `next_attempt_at` as the statement sees it.
+ */
+export const QUEUE_AFTER_ATTEMPTS = `dequeued AS (
+    DELETE FROM webhook_queue q USING r, webhook_deliveries o
+    WHERE o.seq = r.seq AND o.attempts = r.attempt AND o.status = 'pending' AND r.status <> 'pending'
+      AND q.webhook_id = o.webhook_id AND q.next_attempt_at = o.next_attempt_at AND q.seq = o.seq
+  ), requeued AS (
+    UPDATE webhook_queue q SET next_attempt_at = r."retryAt" FROM r, webhook_deliveries o
+    WHERE o.seq = r.seq AND o.attempts = r.attempt AND o.status = 'pending' AND r.status = 'pending'
+      AND q.webhook_id = o.webhook_id AND q.next_attempt_at = o.next_attempt_at AND q.seq = o.seq
+  )`
 
 /**
  * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its

@@ -60,6 +60,8 @@ describe("webhook fan-out in batches", () => {
           (SELECT count(*)::int FROM webhook_attempts) AS attempts
         FROM webhook_deliveries`
         expect(log).toEqual({ deliveries: HOOKS * EVENTS, firstTry: HOOKS * EVENTS, attempts: HOOKS * EVENTS })
+        // Nothing is left in the queue (one row per pending delivery).
+        expect(yield* app.sql`SELECT seq FROM webhook_queue`).toEqual([])
         // Deliveries of one webhook were queued in event order.
         const queued = yield* app.sql<{ monitorId: string }>`
         SELECT payload::jsonb->'monitor'->>'id' AS "monitorId" FROM webhook_deliveries d

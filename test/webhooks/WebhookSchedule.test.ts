@@ -98,6 +98,14 @@ describe("webhook retry schedule (TestClock)", () => {
       yield* t.fanOut.ping(t.scope, hook.id).pipe(Effect.orDie)
       const [first] = yield* eventually("attempt 1", t.attempts(hook.id), (a) => a.length === 1)
       const t0 = first.startedAt
+      // The queue row (one per pending delivery) moved to the retry with its delivery.
+      const queue = t.sql<{ dueIn: number; inStep: boolean }>`
+        SELECT extract(epoch FROM q.next_attempt_at) * 1000 - ${t0} AS "dueIn",
+          q.next_attempt_at = d.next_attempt_at AS "inStep"
+        FROM webhook_queue q JOIN webhook_deliveries d ON d.seq = q.seq`
+      expect((yield* queue).map((row) => ({ dueIn: Number(row.dueIn), inStep: row.inStep }))).toEqual([
+        { dueIn: 10_000, inStep: true }
+      ])
 
       for (const [step, total] of [[10, 2], [20, 3], [50, 4], [100, 5]] as const) {
         yield* TestClock.adjust(`${step - 1} seconds`)
@@ -110,6 +118,7 @@ describe("webhook retry schedule (TestClock)", () => {
       expect(all.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5])
       expect(all.at(-1)?.status).toBe("failed")
       expect(receiver.received).toHaveLength(5)
+      expect(yield* queue).toEqual([])
 
       // maxRetries reached: nothing more, however long we wait.
       yield* TestClock.adjust("1 hour")
