@@ -76,7 +76,7 @@ export const attemptOutcome = (
   return { ok, record }
 }
 
-/** Where a run stopped: `settle` is the outcome that needs the Dispatcher's attention, if any. */
+/** How far a batch got, shared by `sendRun` and the Dispatcher (which settles and resumes). */
 export interface RunProgress {
   /** The index of the delivery in flight or last sent; `batch.length` once every one was sent. */
   started: number
