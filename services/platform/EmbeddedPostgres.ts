@@ -1,4 +1,3 @@
-import { appendFileSync } from "node:fs"
 import { Data, Effect } from "effect"
 import { type ChildProcess, execFileSync, spawn } from "node:child_process"
 import * as Fs from "node:fs"
@@ -166,13 +165,11 @@ const startServer = async (databaseDir: string, port: number, log: ((line: unkno
       "-c",
       "max_connections=300",
       "-c",
-      "unix_socket_directories=",
-      ...(process.env.PG_EXTRA_FLAGS ?? "").split(" ").filter((f) => f !== "").flatMap((f) => ["-c", f])
+      "unix_socket_directories="
     ], { ...(isRoot ? postgresUser() : {}), detached: true, stdio: ["ignore", "ignore", "pipe"] })
     let output = ""
     child.stderr!.on("data", (chunk: Buffer) => {
       const text = chunk.toString("utf8")
-      if (process.env.PG_LOG_FILE) appendFileSync(process.env.PG_LOG_FILE, text)
       log?.(text)
       if (output.length < 10_000) output += text
       if (text.includes("database system is ready to accept connections")) resolve(child)
