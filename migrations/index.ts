@@ -15,6 +15,7 @@ import outboxHorizon from "./0014_outbox_horizon.ts"
 import observeEventReferences from "./0016_observe_event_references.ts"
 import webhookLogLean from "./0017_webhook_log_lean.ts"
 import observeHotCounters from "./0018_observe_hot_counters.ts"
+import webhookQueue from "./0019_webhook_queue.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -34,5 +35,6 @@ export const migrations = {
   "0014_outbox_horizon": outboxHorizon,
   "0016_observe_event_references": observeEventReferences,
   "0017_webhook_log_lean": webhookLogLean,
-  "0018_observe_hot_counters": observeHotCounters
+  "0018_observe_hot_counters": observeHotCounters,
+  "0019_webhook_queue": webhookQueue
 }

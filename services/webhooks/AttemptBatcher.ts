@@ -2,12 +2,12 @@ import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect
 import { SqlClient } from "effect/sql"
 import { Deliveries } from "./Deliveries.ts"
 import {
-  ATTEMPT_COLUMNS,
   type AttemptRecord,
-  attemptRow,
+  attemptRows,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
+  QUEUE_AFTER_ATTEMPTS,
   type QueuedRow,
   RECORD_SET,
   toClaimed
@@ -57,7 +57,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
       const queue = yield* Queue.unbounded<Request>()
 
       const write = (requests: ReadonlyArray<Request>) => {
-        const logged = requests.flatMap((request) => request.attempts.map(attemptRow))
+        const logged = requests.flatMap((request) => request.attempts)
         const claims = requests.map((request, n) => ({
           n,
           webhookId: request.webhookId,
@@ -66,14 +66,12 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
           limit: request.limit
         }))
         return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
-          WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(logged)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
-          ), c AS (
+          WITH r AS (${attemptRows(sql, logged)}), c AS (
             SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
               n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
           ), logged AS (
             ${sql.literal(LOG_ATTEMPTS)}
-          ), recorded AS (
+          ), ${sql.literal(QUEUE_AFTER_ATTEMPTS)}, recorded AS (
             UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
             FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt
           ), heads AS (
@@ -81,11 +79,12 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
             -- still pending there, so they are left out by hand.
             SELECT c.n, h.seq, h.next_attempt_at AS was_due, h.claimed_at AS was_claimed
             FROM c CROSS JOIN LATERAL (
-              SELECT w.seq, w.next_attempt_at, w.claimed_at FROM webhook_deliveries w
-              WHERE w.webhook_id = c."webhookId" AND w.status = 'pending' AND w.next_attempt_at <= c.now
-                AND w.attempts < jsonb_array_length(c.delays) AND w.seq NOT IN (SELECT seq FROM r)
+              SELECT w.seq, w.next_attempt_at, w.claimed_at
+              FROM webhook_queue q JOIN webhook_deliveries w ON w.seq = q.seq
+              WHERE q.webhook_id = c."webhookId" AND q.next_attempt_at <= c.now AND q.seq NOT IN (SELECT seq FROM r)
+                AND w.status = 'pending' AND w.attempts < jsonb_array_length(c.delays)
                 AND ${sql.literal(CLAIM_EXPIRED("w", "c.delays", "c.now"))}
-              ORDER BY w.next_attempt_at, w.seq LIMIT c."limit"
+              ORDER BY q.next_attempt_at, q.seq LIMIT c."limit"
             ) AS h
           )
           UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = c.now

@@ -5,12 +5,12 @@ import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
-  ATTEMPT_COLUMNS,
   type AttemptRecord,
-  attemptRow,
+  attemptRows,
   CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
+  QUEUE_AFTER_ATTEMPTS,
   type QueuedDelivery,
   type QueuedRow,
   RECORD_SET,
@@ -116,7 +116,9 @@ export interface ListDeliveriesOptions {
 /**
  * The delivery queue and log of every webhook (tables `webhook_deliveries`,
  * `webhook_attempts`). A pending delivery is queued work; `next_attempt_at` is its durable
- * timer. Only the webhook's entity claims and records attempts (see `Dispatcher`).
+ * timer. `webhook_queue` holds a copy of `(webhook_id, next_attempt_at, seq)` of every pending
+ * delivery, written in the same statements, and is what claims scan (migration 0019). Only
+ * the webhook's entity claims and records attempts (see `Dispatcher`).
  */
 export class Deliveries extends Context.Service<Deliveries, {
   /**
@@ -178,11 +180,20 @@ export class Deliveries extends Context.Service<Deliveries, {
         const iso = new Date(at).toISOString()
         const rows = deliveries.map((delivery) => ({ ...delivery, id: makeId("delivery") }))
         const inserted = yield* sql<DeliveryRow>`
-          INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
-          SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
-          FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-            AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
-          RETURNING *`
+          WITH inserted AS (
+            INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
+            SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
+            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+              AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
+            -- No foreign key (0019): the lock keeps a concurrent delete of the webhook behind this commit.
+            JOIN webhooks w ON w.id = r."webhookId"
+            FOR KEY SHARE OF w
+            RETURNING *
+          ), queue AS (
+            INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
+            SELECT webhook_id, next_attempt_at, seq FROM inserted
+          )
+          SELECT * FROM inserted`
         const webhookIds = [...new Set(deliveries.map((delivery) => delivery.webhookId))]
         yield* sql`
           SELECT pg_notify(${WEBHOOKS_CHANNEL}, id)
@@ -195,10 +206,18 @@ export class Deliveries extends Context.Service<Deliveries, {
         const iso = new Date(at).toISOString()
         const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
         const matches = yield* sql<{ n: number; webhookId: string }>`
+          WITH e AS (
+            SELECT * FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
+              AS e(n integer, "orgId" text, "repoId" text, event text)
+          ), w AS (
+            -- Deliveries have no foreign key (0019): a webhook deleted meanwhile waits for this
+            -- transaction, then its delete removes what it queued. One lock per webhook and batch.
+            SELECT id, org_id, repo_id, events, created_at FROM webhooks
+            WHERE org_id IN (SELECT "orgId" FROM e) AND is_active
+            FOR KEY SHARE
+          )
           SELECT e.n, w.id AS "webhookId"
-          FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
-            AS e(n integer, "orgId" text, "repoId" text, event text)
-          JOIN webhooks w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId" AND w.is_active
+          FROM e JOIN w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId"
             AND w.events && ARRAY[e.event, '*']::text[]
           ORDER BY e.n, w.created_at, w.id`
         if (matches.length === 0) return 0
@@ -214,7 +233,10 @@ export class Deliveries extends Context.Service<Deliveries, {
             JOIN jsonb_to_recordset(${JSON.stringify(payloads)}::jsonb) AS p(n integer, event text, payload text)
               ON p.n = r.n
             ORDER BY r.k
-            RETURNING webhook_id
+            RETURNING webhook_id, next_attempt_at, seq
+          ), queue AS (
+            INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
+            SELECT webhook_id, next_attempt_at, seq FROM queued
           )
           SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
         return rows.length
@@ -227,10 +249,11 @@ export class Deliveries extends Context.Service<Deliveries, {
           FROM (
             SELECT w.seq, w.next_attempt_at AS was_due, w.claimed_at AS was_claimed
             FROM (SELECT ${JSON.stringify(delays)}::jsonb AS delays, ${at}::timestamptz AS now) AS p
-            JOIN webhook_deliveries w ON w.webhook_id = ${webhookId} AND w.status = 'pending'
-              AND w.next_attempt_at <= p.now AND w.attempts < jsonb_array_length(p.delays)
+            JOIN webhook_queue q ON q.webhook_id = ${webhookId} AND q.next_attempt_at <= p.now
+            JOIN webhook_deliveries w ON w.seq = q.seq AND w.status = 'pending'
+              AND w.attempts < jsonb_array_length(p.delays)
               AND ${sql.literal(CLAIM_EXPIRED("w", "p.delays", "p.now"))}
-            ORDER BY w.next_attempt_at, w.seq LIMIT ${limit}
+            ORDER BY q.next_attempt_at, q.seq LIMIT ${limit}
           ) AS head
           WHERE d.seq = head.seq
           RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
@@ -269,39 +292,47 @@ export class Deliveries extends Context.Service<Deliveries, {
                 ELSE claimed_at + make_interval(secs => (${jsonDelays}::jsonb->>(attempts - 1))::float8 / 1000)
               END) * 1000 AS due_at
             FROM webhook_deliveries
-            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at <= ${at}::timestamptz)
+            WHERE status = 'pending' AND seq IN (
+              SELECT seq FROM webhook_queue WHERE webhook_id = ${webhookId} AND next_attempt_at <= ${at}::timestamptz))
             UNION ALL
-            (SELECT seq, id, event, payload, attempts, extract(epoch FROM next_attempt_at) * 1000 AS due_at
-            FROM webhook_deliveries
-            WHERE webhook_id = ${webhookId} AND status = 'pending' AND next_attempt_at > ${at}::timestamptz
-            ORDER BY next_attempt_at, seq LIMIT 1)
+            (SELECT w.seq, w.id, w.event, w.payload, w.attempts, extract(epoch FROM q.next_attempt_at) * 1000 AS due_at
+            FROM webhook_queue q JOIN webhook_deliveries w ON w.seq = q.seq AND w.status = 'pending'
+            WHERE q.webhook_id = ${webhookId} AND q.next_attempt_at > ${at}::timestamptz
+            ORDER BY q.next_attempt_at, q.seq LIMIT 1)
           ) AS h ORDER BY due_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
       }
 
       const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
         if (attempts.length === 0) return Effect.void
-        const rows = attempts.map(attemptRow)
         return Effect.orDie(sql`
-          WITH r AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(${sql.literal(ATTEMPT_COLUMNS)})
-          ), logged AS (
+          WITH r AS (${attemptRows(sql, attempts)}), logged AS (
             ${sql.literal(LOG_ATTEMPTS)}
-          )
+          ), ${sql.literal(QUEUE_AFTER_ATTEMPTS)}
           UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
           FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)
       }
 
       const fail = (seq: number) =>
-        Effect.orDie(sql`UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'`)
+        Effect.orDie(sql`
+          WITH failed AS (
+            UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'
+            RETURNING webhook_id, next_attempt_at, seq
+          )
+          DELETE FROM webhook_queue q USING failed f
+          WHERE q.webhook_id = f.webhook_id AND q.next_attempt_at = f.next_attempt_at AND q.seq = f.seq`)
 
       const failPending = (webhookId: string) =>
         Effect.orDie(sql`
-          UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = ${webhookId} AND status = 'pending'`)
+          WITH failed AS (
+            UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = ${webhookId} AND status = 'pending'
+            RETURNING seq
+          )
+          DELETE FROM webhook_queue WHERE webhook_id = ${webhookId} AND seq IN (SELECT seq FROM failed)`)
 
       const pendingWebhooks = () =>
         sql<{ webhook_id: string; due_at: string | number }>`
           SELECT webhook_id, extract(epoch FROM min(next_attempt_at)) * 1000 AS due_at
-          FROM webhook_deliveries WHERE status = 'pending' GROUP BY webhook_id`.pipe(
+          FROM webhook_queue GROUP BY webhook_id`.pipe(
           Effect.orDie,
           Effect.map((rows) => rows.map((row) => ({ webhookId: row.webhook_id, dueAt: Number(row.due_at) })))
         )

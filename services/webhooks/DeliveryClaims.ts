@@ -1,3 +1,6 @@
+import { PgTypes } from "@effect/sql-pg"
+import { Result } from "effect"
+import type { SqlClient } from "effect/sql"
 import type { DeliveryStatus } from "../../schemas/Webhooks.ts"
 
 /**
@@ -40,11 +43,6 @@ export interface AttemptRecord {
   readonly retryAt: Date | null
 }
 
-/** SQL: the columns of the `jsonb_to_recordset` of `attemptRow`s, aliased `r`. */
-export const ATTEMPT_COLUMNS = `seq bigint, attempt integer, "startedAt" timestamptz, "durationMs" integer,
-  "requestHeaders" jsonb, "requestBody" text, "responseCode" integer, "responseHeaders" jsonb, "responseBody" text,
-  error text, status text, "retryAt" timestamptz`
-
 /** SQL: logs the attempts `r` (an attempt logged before is left as it is). */
 export const LOG_ATTEMPTS = `INSERT INTO webhook_attempts (delivery_seq, attempt, started_at, duration_ms,
   request_headers, request_body, response_code, response_headers, response_body, error)
@@ -53,13 +51,31 @@ export const LOG_ATTEMPTS = `INSERT INTO webhook_attempts (delivery_seq, attempt
   FROM r ON CONFLICT DO NOTHING`
 
 /**
- * SQL assignments logging an attempt `r` (see `attemptRow`) on its delivery `d`: a failed
- * attempt with retries left moves the timer to its retry and ends the claim.
+ * SQL assignments logging an attempt `r` (see `attemptRows`) on its delivery `d`: a failed
+ * attempt with retries left moves the timer to its retry and ends the claim. The queue follows
+ * with `QUEUE_AFTER_ATTEMPTS`. No index covers these columns: a HOT update.
  */
 export const RECORD_SET = `status = r.status, response_code = r."responseCode", duration_ms = r."durationMs",
   delivered_at = r."startedAt",
   next_attempt_at = CASE WHEN r.status = 'pending' THEN r."retryAt" ELSE d.next_attempt_at END,
   claimed_at = CASE WHEN r.status = 'pending' THEN NULL ELSE d.claimed_at END`
+
+/**
+ * SQL: keeps the queue (`webhook_queue`, one row per pending delivery) in step with the
+ * attempts `r` being logged, as two CTEs (`dequeued`, `requeued`) of the logging statement: a
+ * delivery that ends leaves the queue, one with a retry moves to its retry time. Like
+ * `RECORD_SET`, only for a delivery still pending at the attempt logged; the queue row is
+ * found by its delivery's `next_attempt_at` as the statement sees it.
+ */
+export const QUEUE_AFTER_ATTEMPTS = `dequeued AS (
+    DELETE FROM webhook_queue q USING r, webhook_deliveries o
+    WHERE o.seq = r.seq AND o.attempts = r.attempt AND o.status = 'pending' AND r.status <> 'pending'
+      AND q.webhook_id = o.webhook_id AND q.next_attempt_at = o.next_attempt_at AND q.seq = o.seq
+  ), requeued AS (
+    UPDATE webhook_queue q SET next_attempt_at = r."retryAt" FROM r, webhook_deliveries o
+    WHERE o.seq = r.seq AND o.attempts = r.attempt AND o.status = 'pending' AND r.status = 'pending'
+      AND q.webhook_id = o.webhook_id AND q.next_attempt_at = o.next_attempt_at AND q.seq = o.seq
+  )`
 
 /**
  * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its
@@ -97,21 +113,51 @@ export const toClaimed = (
     wasClaimedAt: row.was_claimed === null ? null : Number(row.was_claimed)
   })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
 
-/** An attempt as a row of the `jsonb_to_recordset` the log statements read (`r` in their SQL). */
-export const attemptRow = (attempt: AttemptRecord) => ({
-  seq: attempt.seq,
-  attempt: attempt.attempt,
-  startedAt: attempt.startedAt.toISOString(),
-  durationMs: attempt.durationMs,
-  requestHeaders: attempt.request.headers,
-  requestBody: attempt.request.body,
-  responseCode: attempt.response?.statusCode ?? null,
-  responseHeaders: attempt.response?.headers ?? null,
-  responseBody: attempt.response?.body ?? null,
-  error: attempt.error,
-  status: attempt.status,
-  retryAt: attempt.retryAt?.toISOString() ?? null
-})
+const column = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
+
+/**
+ * SQL: the attempts as rows `r` (columns `seq`, `attempt`, `"startedAt"`, `"durationMs"`,
+ * `"requestHeaders"`, `"requestBody"`, `"responseCode"`, `"responseHeaders"`, `"responseBody"`,
+ * `error`, `status`, `"retryAt"`), one typed binary array per column expanded by `unnest`:
+ * Postgres reads them without parsing a JSON document of rows (headers are parsed once, by
+ * their `json` cast).
+ */
+export const attemptRows = (sql: SqlClient.SqlClient, attempts: ReadonlyArray<AttemptRecord>) => {
+  const n = attempts.length
+  const seq = new Array<number>(n), attempt = new Array<number>(n), startedAt = new Array<number>(n)
+  const durationMs = new Array<number>(n), requestHeaders = new Array<string>(n)
+  const requestBody = new Array<string | null>(n), responseCode = new Array<number | null>(n)
+  const responseHeaders = new Array<string | null>(n), responseBody = new Array<string | null>(n)
+  const error = new Array<string | null>(n), status = new Array<string>(n), retryAt = new Array<number | null>(n)
+  for (let i = 0; i < n; i++) {
+    const a = attempts[i]
+    seq[i] = a.seq
+    attempt[i] = a.attempt
+    startedAt[i] = a.startedAt.getTime()
+    durationMs[i] = a.durationMs
+    requestHeaders[i] = JSON.stringify(a.request.headers)
+    requestBody[i] = a.request.body
+    responseCode[i] = a.response?.statusCode ?? null
+    responseHeaders[i] = a.response === null ? null : JSON.stringify(a.response.headers)
+    responseBody[i] = a.response?.body ?? null
+    error[i] = a.error
+    status[i] = a.status
+    retryAt[i] = a.retryAt?.getTime() ?? null
+  }
+  const { OID } = PgTypes
+  return sql`
+    SELECT v.seq::bigint AS seq, v.attempt, v."startedAt", v."durationMs", v."requestHeaders"::json AS "requestHeaders",
+      v."requestBody", v."responseCode", v."responseHeaders"::json AS "responseHeaders", v."responseBody", v.error,
+      v.status, v."retryAt"
+    FROM unnest(${column(seq, OID.float8)}::float8[], ${column(attempt, OID.int4)}::int4[],
+      ${column(startedAt, OID.timestamptz)}::timestamptz[], ${column(durationMs, OID.int4)}::int4[],
+      ${column(requestHeaders, OID.text)}::text[], ${column(requestBody, OID.text)}::text[],
+      ${column(responseCode, OID.int4)}::int4[], ${column(responseHeaders, OID.text)}::text[],
+      ${column(responseBody, OID.text)}::text[], ${column(error, OID.text)}::text[],
+      ${column(status, OID.text)}::text[], ${column(retryAt, OID.timestamptz)}::timestamptz[])
+      AS v(seq, attempt, "startedAt", "durationMs", "requestHeaders", "requestBody", "responseCode",
+        "responseHeaders", "responseBody", error, status, "retryAt")`
+}
 
 export type QueuedRow = Omit<QueuedDelivery, "seq" | "dueAt"> & {
   readonly seq: string | number

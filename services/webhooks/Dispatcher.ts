@@ -1,13 +1,12 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import pkg from "../../package.json" with { type: "json" }
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Mailer } from "../platform/Mailer.ts"
 import { OutboundGuard } from "../platform/OutboundGuard.ts"
 import { AttemptBatcher } from "./AttemptBatcher.ts"
-import { type AttemptRecord, type ClaimedDelivery, Deliveries, type QueuedDelivery } from "./Deliveries.ts"
+import { type RunProgress, sendRun } from "./AttemptRun.ts"
+import { type AttemptRecord, type ClaimedDelivery, Deliveries } from "./Deliveries.ts"
 import { DISABLE_AFTER_MS, retryDelayMs } from "./Limits.ts"
-import { LOG_BODY_BYTES, makeSendAgents, send } from "./Sender.ts"
-import { hubSignature, standardSignature } from "./Signature.ts"
+import { makeSendAgents } from "./Sender.ts"
 import { Webhooks, type WebhookTarget } from "./Webhooks.ts"
 
 /** The spec's connection timeout. */
@@ -22,35 +21,6 @@ export const PREFETCH = 20
 
 /** How long a stopping webhook tries to log what it sent and give back what it did not. */
 const STOP_WAIT = "5 seconds"
-
-export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
-
-/** The exact bytes and headers of one attempt (GUIDE §13). */
-export const buildRequest = (
-  target: Pick<WebhookTarget, "url" | "secret" | "contentType">,
-  delivery: Pick<QueuedDelivery, "id" | "event" | "payload">,
-  nowMs: number
-) => {
-  const body = Buffer.from(
-    target.contentType === "application/json" ? delivery.payload : `payload=${encodeURIComponent(delivery.payload)}`
-  )
-  const timestamp = Math.floor(nowMs / 1000)
-  const headers: Record<string, string> = {
-    "Content-Type": target.contentType,
-    "User-Agent": USER_AGENT,
-    "X-Service-Event": delivery.event,
-    "X-Service-Delivery": delivery.id,
-    "webhook-id": delivery.id,
-    "webhook-timestamp": String(timestamp)
-  }
-  if (target.secret !== null) {
-    headers["X-Service-Signature"] = hubSignature(target.secret, body)
-    headers["webhook-signature"] = standardSignature(target.secret, delivery.id, timestamp, body)
-  }
-  return { url: target.url, headers, body }
-}
-
-const logText = (bytes: Buffer) => bytes.subarray(0, LOG_BODY_BYTES).toString("utf8")
 
 /**
  * The delivery logic of one webhook, run by its entity (which owns the timing): attempts
@@ -114,39 +84,6 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         timeoutMs + 60_000
       ]
 
-      /** Sends a claimed attempt: what to log, and whether it succeeded. */
-      const sendAttempt = Effect.fnUntraced(function*(target: WebhookTarget, claimed: QueuedDelivery, now: number) {
-        const number = claimed.attempts
-        const request = buildRequest(target, claimed, now)
-        const result = yield* send(guard, request, timeoutMs, agents)
-        const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
-        const record: AttemptRecord = {
-          seq: claimed.seq,
-          attempt: number,
-          startedAt: new Date(now),
-          durationMs: result.durationMs,
-          // The body is the payload itself for JSON webhooks: logged by reference when it is whole.
-          request: {
-            headers: request.headers,
-            body: target.contentType === "application/json" && request.body.length <= LOG_BODY_BYTES
-              ? null
-              : logText(request.body)
-          },
-          response: result._tag === "Response"
-            ? { statusCode: result.statusCode, headers: result.headers, body: logText(result.body) }
-            : null,
-          error: result._tag === "Failed"
-            ? result.error
-            : ok
-            ? null
-            : `receiver answered ${result.statusCode}`,
-          status: ok ? "success" : number > target.maxRetries ? "failed" : "pending",
-          // The retry after attempt n is due `delays[n - 1]` after its claim.
-          retryAt: ok || number > target.maxRetries ? null : new Date(claimed.dueAt + delaysOf(target)[number - 1])
-        }
-        return { ok, record }
-      })
-
       /** Logs an attempt that failed or ended a failure streak; the streak after it, or "disabled". */
       const settle = Effect.fnUntraced(function*(target: WebhookTarget, ok: boolean, record: AttemptRecord) {
         yield* deliveries.recordAll([record])
@@ -172,26 +109,24 @@ export class Dispatcher extends Context.Service<Dispatcher, {
        */
       const sendBatch = (target: WebhookTarget, batch: ReadonlyArray<ClaimedDelivery>) => {
         const done: Array<AttemptRecord> = []
-        let started = 0
+        const progress: RunProgress = { started: 0 }
+        const delays = delaysOf(target)
         return Effect.gen(function*() {
-          for (; started < batch.length; started++) {
-            const now = yield* Clock.currentTimeMillis
-            const { ok, record } = yield* sendAttempt(target, batch[started], now)
-            if (ok && target.failingSince === null) {
-              done.push(record)
-              continue
-            }
+          while (progress.started < batch.length) {
+            const stopped = yield* sendRun(guard, agents, timeoutMs, target, batch, delays, progress, done)
+            if (stopped === undefined) break
             if (done.length > 0) yield* deliveries.recordAll(done.splice(0))
-            const failingSince = yield* settle(target, ok, record)
+            const failingSince = yield* settle(target, stopped.ok, stopped.record)
             if (failingSince === "disabled") return "disabled" as const
             target = { ...target, failingSince }
+            progress.started++
           }
           return { target, done }
         }).pipe(
           Effect.onInterrupt(() =>
             Effect.all([
               done.length === 0 ? Effect.void : deliveries.recordAll(done),
-              deliveries.release(batch.slice(started + 1))
+              deliveries.release(batch.slice(progress.started + 1))
             ], { discard: true }).pipe(Effect.timeoutOption(STOP_WAIT), Effect.ignore)
           )
         )

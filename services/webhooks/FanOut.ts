@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Conflict, NotFound } from "../../schemas/Errors.ts"
+import { type Conflict, NotFound } from "../../schemas/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
 import { Deliveries } from "./Deliveries.ts"
@@ -65,10 +65,12 @@ export class FanOut extends Context.Service<FanOut, {
       const queueOne = (webhookId: string, event: string, payload: string, redelivery: boolean) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const [delivery] = yield* deliveries.enqueue([{ webhookId, event, payload, redelivery }], now).pipe(
+          const queued = yield* deliveries.enqueue([{ webhookId, event, payload, redelivery }], now).pipe(
             Effect.orDie
           )
-          return delivery
+          // Deleted since it was checked: nothing was queued.
+          if (queued.length === 0) return yield* new NotFound({ message: `Webhook '${webhookId}' not found` })
+          return queued[0]
         })
 
       const ping = Effect.fn("FanOut.ping")(function*(

@@ -9,7 +9,8 @@ import { WebhookWaker, type WebhookWakerOptions } from "./WebhookWaker.ts"
  * One entity per webhook, the only sender of its deliveries (GUIDE §13).
  *
  * The durable queue is the delivery log itself: a `pending` row in `webhook_deliveries` is
- * queued work and its `next_attempt_at` the durable timer. Domain events become rows in the
+ * queued work and its `next_attempt_at` the durable timer (`webhook_queue` indexes the pending
+ * rows in claim order, so logging an outcome is a HOT update of the log). Domain events become rows in the
  * transaction of the durable `webhooks` consumer (`WebhookFanOut.ts`), which also NOTIFYs the
  * webhooks concerned. The runner hosting a webhook wakes its entity (`WebhookWaker.ts`,
  * `WebhookAlarms.ts`), whose `Drain` attempts the due deliveries one at a time — earliest due

@@ -54,12 +54,18 @@ describe("webhook fan-out in batches", () => {
         }
         // Keep-alive: the sender asks to keep the connection (a new one per request says "close").
         expect(receiver.received.every((r) => r.headers.connection === "keep-alive")).toBe(true)
-        // Every delivery succeeded on its first attempt, and each attempt is logged once.
-        const [log] = yield* app.sql<{ deliveries: number; firstTry: number; attempts: number }>`
+        // Every delivery succeeded on its first attempt, and each attempt is logged once. A batch's
+        // successes are logged after its last request was answered: wait for that commit.
+        const log = app.sql<{ deliveries: number; firstTry: number; attempts: number }>`
         SELECT count(*)::int AS deliveries, count(*) FILTER (WHERE status = 'success' AND attempts = 1)::int AS "firstTry",
           (SELECT count(*)::int FROM webhook_attempts) AS attempts
-        FROM webhook_deliveries`
-        expect(log).toEqual({ deliveries: HOOKS * EVENTS, firstTry: HOOKS * EVENTS, attempts: HOOKS * EVENTS })
+        FROM webhook_deliveries`.pipe(Effect.map((rows) => rows[0]))
+        const logged = yield* eventually("every attempt logged", log, (row) => row.firstTry >= HOOKS * EVENTS, {
+          timeoutMs: 30_000
+        })
+        expect(logged).toEqual({ deliveries: HOOKS * EVENTS, firstTry: HOOKS * EVENTS, attempts: HOOKS * EVENTS })
+        // Nothing is left in the queue (one row per pending delivery).
+        expect(yield* app.sql`SELECT seq FROM webhook_queue`).toEqual([])
         // Deliveries of one webhook were queued in event order.
         const queued = yield* app.sql<{ monitorId: string }>`
         SELECT payload::jsonb->'monitor'->>'id' AS "monitorId" FROM webhook_deliveries d

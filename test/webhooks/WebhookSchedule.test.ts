@@ -97,6 +97,14 @@ describe("webhook retry schedule (TestClock)", () => {
       yield* t.fanOut.ping(t.scope, hook.id).pipe(Effect.orDie)
       const [first] = yield* eventually("attempt 1", t.attempts(hook.id), (a) => a.length === 1)
       const t0 = first.startedAt
+      // The queue row (one per pending delivery) moved to the retry with its delivery.
+      const queue = t.sql<{ dueIn: number; inStep: boolean }>`
+        SELECT extract(epoch FROM q.next_attempt_at) * 1000 - ${t0} AS "dueIn",
+          q.next_attempt_at = d.next_attempt_at AS "inStep"
+        FROM webhook_queue q JOIN webhook_deliveries d ON d.seq = q.seq`
+      expect((yield* queue).map((row) => ({ dueIn: Number(row.dueIn), inStep: row.inStep }))).toEqual([
+        { dueIn: 10_000, inStep: true }
+      ])
 
       for (const [step, total] of [[10, 2], [20, 3], [50, 4], [100, 5]] as const) {
         yield* TestClock.adjust(`${step - 1} seconds`)
@@ -109,6 +117,7 @@ describe("webhook retry schedule (TestClock)", () => {
       expect(all.map((a) => a.attempt)).toEqual([1, 2, 3, 4, 5])
       expect(all.at(-1)?.status).toBe("failed")
       expect(receiver.received).toHaveLength(5)
+      expect(yield* queue).toEqual([])
 
       // maxRetries reached: nothing more, however long we wait.
       yield* TestClock.adjust("1 hour")
@@ -203,5 +212,43 @@ describe("webhook retry schedule (TestClock)", () => {
       yield* t.sql`UPDATE organizations SET plan = 'free' WHERE id = ${t.scope.orgId}`
       expect(yield* t.prune(now)).toBe(1)
       expect((yield* remaining).map((row) => row.id)).toEqual(["delivery_old_pending"])
+      // The log has no foreign keys (migration 0019): the pruned deliveries' attempts went with them.
+      expect(yield* t.sql`SELECT delivery_seq FROM webhook_attempts`).toEqual([])
+    }))
+
+  it.effect("deleting a webhook, or its organization, removes its deliveries and their attempts", () =>
+    Effect.gen(function*() {
+      const t = yield* build
+      const receiver = yield* startReceiver(() => 200)
+      const create = t.webhooks.create(t.scope, { url: receiver.url(), events: ["*"] }).pipe(Effect.orDie)
+      const [doomed, kept] = [yield* create, yield* create]
+      for (const hook of [doomed, kept, doomed]) yield* t.fanOut.ping(t.scope, hook.id).pipe(Effect.orDie)
+      yield* eventually("attempts", t.attempts(doomed.id), (a) => a.length === 2)
+      yield* eventually("attempts", t.attempts(kept.id), (a) => a.length === 1)
+      // A pending delivery too (the queue), due later.
+      yield* t.sql`
+        INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
+        VALUES ('delivery_pending', ${doomed.id}, 'ping', '{}', now() + interval '1 hour', now())`
+      const logOf = (webhookId: string) =>
+        t.sql<{ deliveries: number; attempts: number }>`
+          SELECT count(*)::int AS deliveries,
+            (SELECT count(*)::int FROM webhook_attempts a JOIN webhook_deliveries d ON d.seq = a.delivery_seq
+              WHERE d.webhook_id = ${webhookId}) AS attempts
+          FROM webhook_deliveries WHERE webhook_id = ${webhookId}`.pipe(Effect.map((rows) => rows[0]))
+      const attemptRows = t.sql<{ n: number }>`SELECT count(*)::int AS n FROM webhook_attempts`.pipe(
+        Effect.map((rows) => rows[0].n)
+      )
+      expect(yield* logOf(doomed.id)).toEqual({ deliveries: 3, attempts: 2 })
+      expect(yield* attemptRows).toBe(3)
+
+      yield* t.webhooks.remove(t.scope, doomed.id).pipe(Effect.orDie)
+      expect(yield* logOf(doomed.id)).toEqual({ deliveries: 0, attempts: 0 })
+      // No attempt is left behind without its delivery; the other webhook's log is untouched.
+      expect(yield* attemptRows).toBe(1)
+      expect(yield* logOf(kept.id)).toEqual({ deliveries: 1, attempts: 1 })
+
+      yield* t.sql`DELETE FROM organizations WHERE id = ${t.scope.orgId}`
+      expect(yield* logOf(kept.id)).toEqual({ deliveries: 0, attempts: 0 })
+      expect(yield* attemptRows).toBe(0)
     }))
 })

@@ -1,0 +1,133 @@
+import { Clock, Effect } from "effect"
+import pkg from "../../package.json" with { type: "json" }
+import type { OutboundGuardShape } from "../platform/OutboundGuard.ts"
+import type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./Deliveries.ts"
+import { LOG_BODY_BYTES, parseUrl, post, type SendAgents, type SendResult } from "./Sender.ts"
+import { hubSignature, standardSignature } from "./Signature.ts"
+import type { WebhookTarget } from "./Webhooks.ts"
+
+export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
+
+/** The exact bytes and headers of one attempt (GUIDE §13). */
+export const buildRequest = (
+  target: Pick<WebhookTarget, "url" | "secret" | "contentType">,
+  delivery: Pick<QueuedDelivery, "id" | "event" | "payload">,
+  nowMs: number
+) => {
+  const body = Buffer.from(
+    target.contentType === "application/json" ? delivery.payload : `payload=${encodeURIComponent(delivery.payload)}`
+  )
+  const timestamp = Math.floor(nowMs / 1000)
+  const headers: Record<string, string> = {
+    "Content-Type": target.contentType,
+    "User-Agent": USER_AGENT,
+    "X-Service-Event": delivery.event,
+    "X-Service-Delivery": delivery.id,
+    "webhook-id": delivery.id,
+    "webhook-timestamp": String(timestamp)
+  }
+  if (target.secret !== null) {
+    headers["X-Service-Signature"] = hubSignature(target.secret, body)
+    headers["webhook-signature"] = standardSignature(target.secret, delivery.id, timestamp, body)
+  }
+  return { url: target.url, headers, body }
+}
+
+const logText = (bytes: Buffer) => bytes.subarray(0, LOG_BODY_BYTES).toString("utf8")
+
+/**
+ * What to log of a claimed attempt sent at `now`, and whether it succeeded. `delays[n]` is the
+ * delay after attempt n + 1 (see `Dispatcher`).
+ */
+export const attemptOutcome = (
+  target: WebhookTarget,
+  claimed: QueuedDelivery,
+  now: number,
+  request: ReturnType<typeof buildRequest>,
+  result: SendResult,
+  delays: ReadonlyArray<number>
+): { readonly ok: boolean; readonly record: AttemptRecord } => {
+  const number = claimed.attempts
+  const ok = result._tag === "Response" && result.statusCode >= 200 && result.statusCode < 300
+  const record: AttemptRecord = {
+    seq: claimed.seq,
+    attempt: number,
+    startedAt: new Date(now),
+    durationMs: result.durationMs,
+    // The body is the payload itself for JSON webhooks: logged by reference when it is whole.
+    request: {
+      headers: request.headers,
+      body: target.contentType === "application/json" && request.body.length <= LOG_BODY_BYTES
+        ? null
+        : logText(request.body)
+    },
+    response: result._tag === "Response"
+      ? { statusCode: result.statusCode, headers: result.headers, body: logText(result.body) }
+      : null,
+    error: result._tag === "Failed"
+      ? result.error
+      : ok
+      ? null
+      : `receiver answered ${result.statusCode}`,
+    status: ok ? "success" : number > target.maxRetries ? "failed" : "pending",
+    // The retry after attempt n is due `delays[n - 1]` after its claim.
+    retryAt: ok || number > target.maxRetries ? null : new Date(claimed.dueAt + delays[number - 1])
+  }
+  return { ok, record }
+}
+
+/** How far a batch got, shared by `sendRun` and the Dispatcher (which settles and resumes). */
+export interface RunProgress {
+  /** The index of the delivery in flight or last sent; `batch.length` once every one was sent. */
+  started: number
+}
+
+/**
+ * Sends `batch[progress.started…]` one at a time, in order, without a fiber per request: the
+ * host is resolved and SSRF-checked once for the run (every delivery of a webhook goes to the
+ * same URL), each request is a plain callback, and each success of a webhook that is not
+ * failing is pushed to `done`. Stops at the end of the batch, or at the first outcome that is
+ * not such a success, which it returns (the Dispatcher logs it at once: it decides retries
+ * and the failure streak). Interruption cancels the request in flight; `progress.started`
+ * then says which deliveries were never started.
+ */
+export const sendRun = (
+  guard: OutboundGuardShape,
+  agents: SendAgents,
+  timeoutMs: number,
+  target: WebhookTarget,
+  batch: ReadonlyArray<ClaimedDelivery>,
+  delays: ReadonlyArray<number>,
+  progress: RunProgress,
+  done: Array<AttemptRecord>
+): Effect.Effect<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined> =>
+  Effect.gen(function*() {
+    const clock = yield* Clock.Clock
+    const url = parseUrl(target.url)
+    const resolved = url instanceof URL ? yield* Effect.result(guard.resolve(url.hostname)) : undefined
+    return yield* Effect.callback<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined>((resume) => {
+      let cancel: (() => void) | undefined
+      const next = (): void => {
+        if (progress.started >= batch.length) return resume(Effect.succeed(undefined))
+        const claimed = batch[progress.started]
+        const now = clock.currentTimeMillisUnsafe()
+        const request = buildRequest(target, claimed, now)
+        const settle = (result: SendResult) => {
+          cancel = undefined
+          const outcome = attemptOutcome(target, claimed, now, request, result, delays)
+          if (!outcome.ok || target.failingSince !== null) return resume(Effect.succeed(outcome))
+          done.push(outcome.record)
+          progress.started++
+          next()
+        }
+        if (!(url instanceof URL)) return settle(url)
+        if (resolved === undefined || resolved._tag === "Failure") {
+          const error = resolved === undefined ? "invalid URL" : resolved.failure.message
+          return settle({ _tag: "Failed", error, durationMs: 0 })
+        }
+        cancel = post(guard, url, resolved.success, request, timeoutMs, agents, settle)
+      }
+      next()
+      return Effect.sync(() => cancel?.())
+    })
+  })
