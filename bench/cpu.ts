@@ -15,11 +15,19 @@ export const cpuMs = (pid: number): number => cpuTicks(pid) * MS_PER_TICK
 export const postgresCpuMs = (dataDir: string): number =>
   postgresPids(dataDir).reduce((total, pid) => total + cpuMs(pid), 0)
 
-/** Runs `phase` and adds the CPU the server process and Postgres spent on it. */
+/** CPU ms of a process's main thread (its JavaScript event loop; the rest is workers, GC helpers, libuv). */
+export const mainThreadCpuMs = (pid: number): number => cpuTicks(pid, pid) * MS_PER_TICK
+
+/** Runs `phase` and adds the CPU the server process (and its main thread) and Postgres spent on it. */
 export const measured = async <A>(serverPid: number, pgDir: string, phase: () => Promise<A>) => {
-  const [server0, pg0] = [cpuMs(serverPid), postgresCpuMs(pgDir)]
+  const [server0, main0, pg0] = [cpuMs(serverPid), mainThreadCpuMs(serverPid), postgresCpuMs(pgDir)]
   const result = await phase()
-  return { ...result, serverCpuMs: cpuMs(serverPid) - server0, pgCpuMs: postgresCpuMs(pgDir) - pg0 }
+  return {
+    ...result,
+    serverCpuMs: cpuMs(serverPid) - server0,
+    serverMainCpuMs: mainThreadCpuMs(serverPid) - main0,
+    pgCpuMs: postgresCpuMs(pgDir) - pg0
+  }
 }
 
 /** The load average over the last minute, for the record next to a figure. */
