@@ -124,7 +124,10 @@ export const makePreparation = (
       if (parsed === undefined) return Effect.fail(new InvalidBody({ message: notJsonMessage }))
       const split = bodyEntries(parsed.body)
       if ("invalid" in split) return Effect.fail(new InvalidBody({ message: split.invalid }))
-      return Effect.flatMap(prepareEvents(orgId, split.entries, receivedAt), (prepared) => finish(prepared, split.single))
+      return Effect.flatMap(
+        prepareEvents(orgId, split.entries, receivedAt),
+        (prepared) => finish(prepared, split.single)
+      )
     })
 
   /**

@@ -36,5 +36,7 @@ export const minWorkerBodyBytes = 16 * 1024
  */
 export const preparationWorkers: WorkerPool<PrepareBody, BodyPreparation> = makeWorkerPool(
   new URL("./PreparationWorker.ts", import.meta.url),
-  { waitForStart: false }
+  // Below the event loop's priority: the workers take spare CPU and never the server's thread,
+  // which stays the serial stage of ingestion.
+  { waitForStart: false, niceness: 10 }
 )

@@ -1,5 +1,5 @@
 import * as Os from "node:os"
-import { type Transferable, Worker } from "node:worker_threads"
+import { type ResourceLimits, type Transferable, Worker } from "node:worker_threads"
 
 /**
  * A small pool of worker threads for pure CPU work (signature checks, ingest bodies). Each
@@ -37,6 +37,10 @@ export interface WorkerPoolOptions {
    * ingest path says false: the caller's thread does the first jobs while workers load.
    */
   readonly waitForStart?: boolean
+  /** V8 heap limits of each worker (e.g. a larger young generation for allocation-heavy jobs). */
+  readonly resourceLimits?: ResourceLimits
+  /** Nice value of the worker threads (Linux; higher is lower priority), e.g. to yield to the event loop. */
+  readonly niceness?: number
 }
 
 interface Envelope<Request> {
@@ -70,7 +74,10 @@ export const makeWorkerPool = <Request, Response>(
   let nextId = 0
 
   const start = (): Pooled<Response> => {
-    const worker = new Worker(bootUrl, { workerData: { entry: entry.href } })
+    const worker = new Worker(bootUrl, {
+      workerData: { entry: entry.href, niceness: options.niceness },
+      ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits })
+    })
     const pooled: Pooled<Response> = { worker, pending: new Map(), ready: false }
     worker.on("message", (message: WorkerMessage<Response>) => {
       if ("ready" in message) {

@@ -74,8 +74,16 @@ const mixedBatch = () => {
   events.push(span("GET /orders"), span("SELECT orders", { parentId: "c".repeat(16), status: "error" }))
   events.push({ level: "span", message: "no span" }) // rejected: span required
   const mapped = { message: "negative quantity", exception: { type: "TypeError", value: "negative quantity" } }
-  events.push({ ...mapped, release: "web@1", exception: { ...mapped.exception, stacktrace: { frames: minifiedFrames } } })
-  events.push({ ...mapped, release: "web@9", exception: { ...mapped.exception, stacktrace: { frames: minifiedFrames } } })
+  events.push({
+    ...mapped,
+    release: "web@1",
+    exception: { ...mapped.exception, stacktrace: { frames: minifiedFrames } }
+  })
+  events.push({
+    ...mapped,
+    release: "web@9",
+    exception: { ...mapped.exception, stacktrace: { frames: minifiedFrames } }
+  })
   events.push(errorEvent({ message: "custom", fingerprint: ["checkout", "{{ default }}"], release: "web@1" }))
   events.push({ ...mapped, release: "web@1", level: "warning" }) // a mapped release without frames
   return events
@@ -91,8 +99,10 @@ const noWorkers: WorkerPool<PrepareBody, BodyPreparation> = {
   close: () => Promise.resolve()
 }
 
-const withoutIds = (prepared: { readonly events: ReadonlyArray<{ readonly id: string }> }) =>
-  ({ ...prepared, events: prepared.events.map(({ id: _id, ...row }) => row) })
+const withoutIds = <A extends { readonly events: ReadonlyArray<{ readonly id: string }> }>(prepared: A) => ({
+  ...prepared,
+  events: prepared.events.map(({ id: _id, ...row }) => row)
+})
 
 const workerPool = (entry: string) =>
   Effect.acquireRelease(
