@@ -231,6 +231,7 @@ const main = async () => {
       "failed req": batched.failures,
       "server CPU µs/event": perEvent(batched.serverCpuMs, batched.acknowledged),
       "of it main thread": perEvent(batched.serverMainCpuMs, batched.acknowledged),
+      "workers": perEvent(batched.serverWorkersCpuMs, batched.acknowledged),
       "postgres CPU µs/event": perEvent(batched.pgCpuMs, batched.acknowledged)
     },
     {
@@ -241,6 +242,7 @@ const main = async () => {
       "failed req": single.failures,
       "server CPU µs/event": perEvent(single.serverCpuMs, single.acknowledged),
       "of it main thread": perEvent(single.serverMainCpuMs, single.acknowledged),
+      "workers": perEvent(single.serverWorkersCpuMs, single.acknowledged),
       "postgres CPU µs/event": perEvent(single.pgCpuMs, single.acknowledged)
     },
     {
@@ -251,6 +253,7 @@ const main = async () => {
       "failed req": 0,
       "server CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
       "of it main thread": perEvent(raw.serverMainCpuMs, raw.inserted),
+      "workers": 0,
       "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted)
     }
   ])
