@@ -3,7 +3,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { EventPreparation } from "../../../services/observe/EventPreparation.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { errorResponse } from "../ErrorResponse.ts"
-import { authenticateIngest, IngestRefused, readBody } from "./IngestRequest.ts"
+import { authenticateIngest, IngestRefused, parseJson, readBody } from "./IngestRequest.ts"
 import { submitter } from "./IngestSubmitter.ts"
 
 /**
@@ -31,8 +31,8 @@ export const IngestRoute = Layer.unwrap(Effect.gen(function*() {
         message: "Send the body as application/json"
       })
     }
-    const bytes = yield* readBody(request)
-    const prepared = yield* preparation.prepareBody(principal.org.id, bytes, yield* Clock.currentTimeMillis).pipe(
+    const body = yield* parseJson(yield* readBody(request))
+    const prepared = yield* preparation.prepare(principal.org.id, body, yield* Clock.currentTimeMillis).pipe(
       Effect.mapError((invalid) =>
         new IngestRefused({ status: 400, error: "validation_error", message: invalid.message })
       )
