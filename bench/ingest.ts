@@ -13,7 +13,9 @@
  *
  * Each phase also reports the CPU the server process (for the baseline: this process,
  * which builds the same JSON) and Postgres spent per event, read from /proc: on a shared
- * machine throughput follows whatever else runs, the CPU cost per event does not.
+ * machine throughput follows whatever else runs, the CPU cost per event does not. The
+ * server's main thread is shown apart: it is the serial stage (preparation workers, GC
+ * helpers and libuv are the rest).
  *
  * Env: DURATION seconds per phase (default 10), BATCH_CONNECTIONS (default 4),
  * SINGLE_CONNECTIONS (default 64), RAW_CONNECTIONS (default = BATCH_CONNECTIONS).
@@ -154,7 +156,7 @@ const rawInserts = (databaseUrl: string, pgDir: string, connections: number, dur
       yield* Effect.forEach(Array.from({ length: connections }), () => sql`SELECT pg_sleep(0.05)`, {
         concurrency: connections
       })
-      const cpu0 = { self: process.cpuUsage(), pg: postgresCpuMs(pgDir) }
+      const cpu0 = { self: process.cpuUsage(), thread: process.threadCpuUsage(), pg: postgresCpuMs(pgDir) }
       let inserted = 0
       const latencies: Array<number> = []
       const started = performance.now()
@@ -176,11 +178,13 @@ const rawInserts = (databaseUrl: string, pgDir: string, connections: number, dur
         }), { concurrency: connections, discard: true })
       const elapsed = (performance.now() - started) / 1000
       const self = process.cpuUsage(cpu0.self)
+      const thread = process.threadCpuUsage(cpu0.thread)
       return {
         inserted,
         eventsPerSecond: inserted / elapsed,
         latencies: latencies.sort((a, b) => a - b),
         serverCpuMs: (self.user + self.system) / 1000,
+        serverMainCpuMs: (thread.user + thread.system) / 1000,
         pgCpuMs: postgresCpuMs(pgDir) - cpu0.pg
       }
     }).pipe(
@@ -226,6 +230,8 @@ const main = async () => {
       "p99 ms": percentile(batched.latencies, 99),
       "failed req": batched.failures,
       "server CPU µs/event": perEvent(batched.serverCpuMs, batched.acknowledged),
+      "of it main thread": perEvent(batched.serverMainCpuMs, batched.acknowledged),
+      "workers": perEvent(batched.serverWorkersCpuMs, batched.acknowledged),
       "postgres CPU µs/event": perEvent(batched.pgCpuMs, batched.acknowledged)
     },
     {
@@ -235,6 +241,8 @@ const main = async () => {
       "p99 ms": percentile(single.latencies, 99),
       "failed req": single.failures,
       "server CPU µs/event": perEvent(single.serverCpuMs, single.acknowledged),
+      "of it main thread": perEvent(single.serverMainCpuMs, single.acknowledged),
+      "workers": perEvent(single.serverWorkersCpuMs, single.acknowledged),
       "postgres CPU µs/event": perEvent(single.pgCpuMs, single.acknowledged)
     },
     {
@@ -244,6 +252,8 @@ const main = async () => {
       "p99 ms": percentile(raw.latencies, 99),
       "failed req": 0,
       "server CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
+      "of it main thread": perEvent(raw.serverMainCpuMs, raw.inserted),
+      "workers": 0,
       "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted)
     }
   ])

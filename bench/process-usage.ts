@@ -8,10 +8,10 @@ import * as Path from "node:path"
 
 const TICKS = 100 // USER_HZ on Linux
 
-/** User + system CPU time of a process, in ticks (0 once it is gone). */
-export const cpuTicks = (pid: number): number => {
+/** User + system CPU time of a process (or, with `tid`, one of its threads), in ticks (0 once it is gone). */
+export const cpuTicks = (pid: number, tid?: number): number => {
   try {
-    const stat = Fs.readFileSync(`/proc/${pid}/stat`, "utf8")
+    const stat = Fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8")
     const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
     return Number(fields[11]) + Number(fields[12]) // utime + stime
   } catch {
