@@ -1,8 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Readable } from "node:stream"
+import { PassThrough, type Readable } from "node:stream"
 import { finished } from "node:stream/promises"
-import { PackTee } from "./PackTee.ts"
 import { FLUSH, pkt, readUntilFlush, sideband, ZERO_SHA } from "./PktLine.ts"
 import { indexPack, makeQuarantine, PackRejected, removeQuarantine } from "./Quarantine.ts"
 import { type Pusher, type RefCommand, type RefResult, RefUpdateCheck, RefUpdates } from "./RefUpdates.ts"
@@ -30,7 +29,7 @@ interface ParsedRequest {
   readonly commands: ReadonlyArray<RefCommand>
   readonly capabilities: ReadonlySet<string>
   /** The pack that follows the commands. */
-  readonly pack: PackTee
+  readonly pack: Readable
 }
 
 /** Splits a receive-pack request into its commands and the pack stream behind them. */
@@ -74,7 +73,7 @@ const parseRequest = (input: Readable) =>
         }
         commands.push({ oldSha: match[1], newSha: match[2], name: match[3] })
       }
-      const pack = new PackTee()
+      const pack = new PassThrough()
       pack.write(buffer.subarray(read.end))
       if (ended) pack.end()
       else input.pipe(pack)
@@ -140,13 +139,11 @@ export class ReceivePack extends Context.Service<ReceivePack, {
             return report(new Set(["report-status"]), parsed.failure.reason, [], [])
           }
           const { capabilities, commands, pack } = parsed.success
-          // The checks' lookups (branch protection's queries, its early signature checks on the
-          // pack's commits) run while the pack is received and indexed.
+          // The checks' lookups (branch protection's queries) run while the pack is received and indexed.
           const hook = yield* RefUpdateCheck
           const check = hook.prepare === undefined || repo.archived
             ? hook
-            : yield* hook.prepare({ repo, commands, pusher, pack })
-          pack.seal()
+            : yield* hook.prepare({ repo, commands, pusher })
           const messages: Array<string> = []
           if (repo.archived) messages.push("Canopy: this repository is archived; pushes are refused.")
           const storage = yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))

@@ -11,7 +11,6 @@ import { type NewDomainEvent, publishAll } from "../platform/Events.ts"
 import { type GitCommandError, gitText } from "./GitProcess.ts"
 import { describeCommit, sharedWalk, type WalkedCommit } from "./NewCommits.ts"
 import { PackStore } from "./PackStore.ts"
-import type { PackTap } from "./PackTee.ts"
 import { ZERO_SHA } from "./PktLine.ts"
 import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
 import { type GitStorageError, RepoCache, type StoredRef } from "./RepoCache.ts"
@@ -77,8 +76,6 @@ export type RefUpdateCheckFn =
       readonly repo: RepoRecord
       readonly commands: ReadonlyArray<RefCommand>
       readonly pusher: Pusher | null
-      /** The pack being received, for a check that reads its objects as they arrive. */
-      readonly pack?: PackTap | undefined
     }) => Effect.Effect<RefUpdateCheckFn>
   }
 

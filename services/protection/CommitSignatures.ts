@@ -1,6 +1,5 @@
 import { Effect } from "effect"
 import { runGit } from "../git/GitProcess.ts"
-import type { SignedBytes } from "./SignatureCheck.ts"
 import { verifyInWorkers } from "./SignatureWorkers.ts"
 
 /** A commit object split into the bytes that were signed and its armored signature. */
@@ -64,13 +63,6 @@ export const dearmor = (armored: string): Uint8Array | undefined => {
   return bytes.length === 0 ? undefined : bytes
 }
 
-/** What a commit's signature check verifies: the signed bytes and the signature's packet; undefined when unsigned. */
-export const signedBytesOf = (raw: Buffer): SignedBytes | undefined => {
-  const split = splitSignature(raw)
-  const signature = split === undefined ? undefined : dearmor(split.signature)
-  return split === undefined || signature === undefined ? undefined : { payload: split.payload, signature }
-}
-
 /**
  * The commits among `shas` that do not carry a GPG signature verifying against one of
  * `armoredKeys` (`SignatureCheck.ts`: keys parsed once, one packet verification per
@@ -91,7 +83,9 @@ export const unverifiedCommits = (input: {
     const check = (shas: ReadonlyArray<string>, objects: ReadonlyMap<string, Buffer>) => {
       const signed = shas.map((sha) => {
         const raw = objects.get(sha)
-        return raw === undefined ? undefined : signedBytesOf(raw)
+        const split = raw === undefined ? undefined : splitSignature(raw)
+        const signature = split === undefined ? undefined : dearmor(split.signature)
+        return split === undefined || signature === undefined ? undefined : { payload: split.payload, signature }
       })
       const present = signed.filter((item) => item !== undefined)
       return Effect.promise(() => verifyInWorkers(present, input.armoredKeys)).pipe(

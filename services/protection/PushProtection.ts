@@ -1,7 +1,6 @@
 import { Effect, Fiber, Layer } from "effect"
 import { type GitCommandError, gitText } from "../git/GitProcess.ts"
 import type { WalkedCommit } from "../git/NewCommits.ts"
-import type { PackTap } from "../git/PackTee.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { type Pusher, type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
@@ -9,7 +8,6 @@ import { MergeInProgress } from "../pulls/BranchRules.ts"
 import { type Actor, Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { unverifiedCommits } from "./CommitSignatures.ts"
-import { EarlySignatures } from "./EarlySignatures.ts"
 import { GpgKeys } from "./GpgKeys.ts"
 import { ProtectionRules } from "./ProtectionRules.ts"
 import { bindingRules, type EnforcedRule } from "./RulePolicy.ts"
@@ -24,12 +22,11 @@ interface PushFacts {
   readonly unsigned: Effect.Effect<ReadonlyArray<string>>
 }
 
-/** A push's lookups in Postgres (each run at most once per push), and its early signature checks. */
+/** A push's lookups in Postgres (each run at most once per push). */
 interface Lookups {
   readonly rules: Effect.Effect<(branch: string) => ReadonlyArray<EnforcedRule>>
   readonly keys: Effect.Effect<ReadonlyArray<string>>
   readonly actor: Effect.Effect<Actor | null>
-  readonly early?: EarlySignatures | undefined
 }
 
 const short = (sha: string) => sha.slice(0, 7)
@@ -95,22 +92,11 @@ export const PushProtectionLive = Layer.effect(
     /**
      * The lookups of a push started from its commands: the rules query at once, then, only
      * when a rule matches one of its branches, the pusher and (for signed-commit rules) the
-     * organization's keys, all while the pack is still being received and indexed. The pack's
-     * commits are read and their signatures verified meanwhile when a signed-commits rule applies.
+     * organization's keys, all while the pack is still being received and indexed.
      */
-    const prefetch = (
-      repo: RepoRecord,
-      commands: ReadonlyArray<RefCommand>,
-      pusher: Pusher | null,
-      pack: PackTap | undefined
-    ) =>
+    const prefetch = (repo: RepoRecord, commands: ReadonlyArray<RefCommand>, pusher: Pusher | null) =>
       Effect.gen(function*() {
         const lazy = onDemand(repo, pusher)
-        // The pack's bytes are kept from the start: whether they are read is known with the rules.
-        const early = pack !== undefined && commands.some((command) => command.newSha !== ZERO_SHA)
-          ? new EarlySignatures()
-          : undefined
-        if (early !== undefined) pack?.observe(early)
         const matcher = yield* Effect.forkChild(lazy.rules, { startImmediately: true })
         const rest = yield* Effect.forkChild(
           Effect.gen(function*() {
@@ -118,19 +104,15 @@ export const PushProtectionLive = Layer.effect(
             const matched = commands.map((command) =>
               command.name.startsWith(BRANCH_PREFIX) ? matching(command.name.slice(BRANCH_PREFIX.length)) : []
             )
+            if (matched.every((found) => found.length === 0)) return { keys: undefined, actor: undefined }
             const signed = commands.some((command, index) =>
               command.newSha !== ZERO_SHA && matched[index].some((rule) => rule.requireSignedCommits)
             )
-            if (signed) {
-              signatureWorkers()
-              early?.start()
-            } else early?.cancel()
-            if (matched.every((found) => found.length === 0)) return { keys: undefined, actor: undefined }
-            const keys = Effect.tap(lazy.keys, (armored) => Effect.sync(() => early?.useKeys(armored)))
-            return yield* Effect.all({ keys: signed ? keys : Effect.undefined, actor: lazy.actor }, {
+            if (signed) signatureWorkers()
+            return yield* Effect.all({ keys: signed ? lazy.keys : Effect.undefined, actor: lazy.actor }, {
               concurrency: 2
             })
-          }).pipe(Effect.onError(() => Effect.sync(() => early?.cancel()))),
+          }),
           { startImmediately: true }
         )
         // A lookup the prefetch skipped (no rule asked for it) is made on demand.
@@ -143,8 +125,7 @@ export const PushProtectionLive = Layer.effect(
           actor: Effect.flatMap(
             Fiber.join(rest),
             (found) => found.actor === undefined ? lazy.actor : Effect.succeed(found.actor)
-          ),
-          early
+          )
         } satisfies Lookups
       })
 
@@ -153,8 +134,7 @@ export const PushProtectionLive = Layer.effect(
       dir: string,
       env: Readonly<Record<string, string>>,
       newCommits: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>,
-      organizationKeys: Effect.Effect<ReadonlyArray<string>>,
-      early: EarlySignatures | undefined
+      organizationKeys: Effect.Effect<ReadonlyArray<string>>
     ) => {
       const git = (args: ReadonlyArray<string>) => gitText({ gitDir: dir, env, args })
       // The shared walk of the new commits gives their parents (merge commits have two or
@@ -174,12 +154,10 @@ export const PushProtectionLive = Layer.effect(
           const [commits, armoredKeys] = yield* Effect.all([walked, organizationKeys], {
             concurrency: 2
           })
-          // Commits already verified while the pack was indexed; the rest are verified here.
-          const verified = early === undefined ? new Set<string>() : yield* Effect.promise(() => early.settle())
           return yield* unverifiedCommits({
             gitDir: dir,
             env,
-            shas: commits.filter((c) => !verified.has(c.sha)).map((c) => c.sha),
+            shas: commits.map((c) => c.sha),
             armoredKeys,
             objects: new Map(commits.map((c) => [c.sha, c.object]))
           })
@@ -192,10 +170,10 @@ export const PushProtectionLive = Layer.effect(
         Effect.gen(function*() {
           if (!command.name.startsWith(BRANCH_PREFIX)) return undefined
           if (yield* MergeInProgress) return undefined
-          const { actor: actorLookup, early, keys: keyLookup, rules: matcher } = lookups ?? onDemand(repo, pusher)
+          const { actor: actorLookup, keys: keyLookup, rules: matcher } = lookups ?? onDemand(repo, pusher)
           const matching = (yield* matcher)(command.name.slice(BRANCH_PREFIX.length))
           if (matching.length === 0) return undefined
-          const facts = yield* factsOf(command, dir, env, newCommits, keyLookup, early)
+          const facts = yield* factsOf(command, dir, env, newCommits, keyLookup)
           // The commit checks (a git walk, signature verification) run beside the pusher lookup.
           const deleting = command.newSha === ZERO_SHA
           if (!deleting && matching.some((rule) => rule.requireSignedCommits)) yield* Effect.sync(signatureWorkers)
@@ -231,9 +209,9 @@ export const PushProtectionLive = Layer.effect(
         })
 
     return Object.assign(checkWith(undefined), {
-      prepare: ({ commands, pack, pusher, repo }: Parameters<NonNullable<RefUpdateCheckFn["prepare"]>>[0]) =>
+      prepare: ({ commands, pusher, repo }: Parameters<NonNullable<RefUpdateCheckFn["prepare"]>>[0]) =>
         commands.some((command) => command.name.startsWith(BRANCH_PREFIX))
-          ? Effect.map(prefetch(repo, commands, pusher, pack), checkWith)
+          ? Effect.map(prefetch(repo, commands, pusher), checkWith)
           : Effect.succeed(checkWith(undefined))
     })
   })

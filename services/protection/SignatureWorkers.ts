@@ -68,17 +68,9 @@ const inWorker = (pooled: PooledWorker, items: ReadonlyArray<SignedBytes>, armor
  */
 export const verifyInWorkers = async (
   items: ReadonlyArray<SignedBytes>,
-  armoredKeys: ReadonlyArray<string>,
-  options?: {
-    /** Smallest batch sent to the workers (a check running beside other work sends every batch). */
-    readonly minBatch?: number
-    /** At most this many workers share the batch (a check beside index-pack leaves it a core). */
-    readonly workers?: number
-  }
+  armoredKeys: ReadonlyArray<string>
 ): Promise<ReadonlyArray<boolean>> => {
-  const available = items.length < (options?.minBatch ?? MIN_WORKER_BATCH)
-    ? []
-    : signatureWorkers().slice(0, options?.workers)
+  const available = items.length < MIN_WORKER_BATCH ? [] : signatureWorkers()
   if (available.length === 0) return verifySignatures(items, armoredKeys)
   const size = Math.ceil(items.length / available.length)
   const parts = await Promise.all(
