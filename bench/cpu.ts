@@ -15,42 +15,17 @@ export const cpuMs = (pid: number): number => cpuTicks(pid) * MS_PER_TICK
 export const postgresCpuMs = (dataDir: string): number =>
   postgresPids(dataDir).reduce((total, pid) => total + cpuMs(pid), 0)
 
-/** CPU ms of a process's main thread (its JavaScript event loop; the rest is workers, GC helpers, libuv). */
+/** CPU ms of a process's main thread (its JavaScript event loop; the rest is GC helpers, libuv, workers). */
 export const mainThreadCpuMs = (pid: number): number => cpuTicks(pid, pid) * MS_PER_TICK
 
-/** CPU ms of a process's `worker_threads` workers (threads Node names `WorkerThread`), alive ones only. */
-export const workerThreadsCpuMs = (pid: number): number => {
-  let ticks = 0
-  try {
-    for (const tid of Fs.readdirSync(`/proc/${pid}/task`)) {
-      try {
-        if (Fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, "utf8").trim() === "WorkerThread") {
-          ticks += cpuTicks(pid, Number(tid))
-        }
-      } catch {
-        // thread gone
-      }
-    }
-  } catch {
-    // process gone
-  }
-  return ticks * MS_PER_TICK
-}
-
-/** Runs `phase` and adds the CPU the server process (its main thread, its workers) and Postgres spent on it. */
+/** Runs `phase` and adds the CPU the server process (all of it, and its main thread) and Postgres spent on it. */
 export const measured = async <A>(serverPid: number, pgDir: string, phase: () => Promise<A>) => {
-  const [server0, main0, workers0, pg0] = [
-    cpuMs(serverPid),
-    mainThreadCpuMs(serverPid),
-    workerThreadsCpuMs(serverPid),
-    postgresCpuMs(pgDir)
-  ]
+  const [server0, main0, pg0] = [cpuMs(serverPid), mainThreadCpuMs(serverPid), postgresCpuMs(pgDir)]
   const result = await phase()
   return {
     ...result,
     serverCpuMs: cpuMs(serverPid) - server0,
     serverMainCpuMs: mainThreadCpuMs(serverPid) - main0,
-    serverWorkersCpuMs: workerThreadsCpuMs(serverPid) - workers0,
     pgCpuMs: postgresCpuMs(pgDir) - pg0
   }
 }

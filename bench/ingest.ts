@@ -14,8 +14,7 @@
  * Each phase also reports the CPU the server process (for the baseline: this process,
  * which builds the same JSON) and Postgres spent per event, read from /proc: on a shared
  * machine throughput follows whatever else runs, the CPU cost per event does not. The
- * server's main thread is shown apart: it is the serial stage (preparation workers, GC
- * helpers and libuv are the rest).
+ * server's main thread is shown apart: it is the serial stage (GC helpers and libuv are the rest).
  *
  * Env: DURATION seconds per phase (default 10), BATCH_CONNECTIONS (default 4),
  * SINGLE_CONNECTIONS (default 64), RAW_CONNECTIONS (default = BATCH_CONNECTIONS).
@@ -231,7 +230,6 @@ const main = async () => {
       "failed req": batched.failures,
       "server CPU µs/event": perEvent(batched.serverCpuMs, batched.acknowledged),
       "of it main thread": perEvent(batched.serverMainCpuMs, batched.acknowledged),
-      "workers": perEvent(batched.serverWorkersCpuMs, batched.acknowledged),
       "postgres CPU µs/event": perEvent(batched.pgCpuMs, batched.acknowledged)
     },
     {
@@ -242,7 +240,6 @@ const main = async () => {
       "failed req": single.failures,
       "server CPU µs/event": perEvent(single.serverCpuMs, single.acknowledged),
       "of it main thread": perEvent(single.serverMainCpuMs, single.acknowledged),
-      "workers": perEvent(single.serverWorkersCpuMs, single.acknowledged),
       "postgres CPU µs/event": perEvent(single.pgCpuMs, single.acknowledged)
     },
     {
@@ -253,7 +250,6 @@ const main = async () => {
       "failed req": 0,
       "server CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
       "of it main thread": perEvent(raw.serverMainCpuMs, raw.inserted),
-      "workers": 0,
       "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted)
     }
   ])
