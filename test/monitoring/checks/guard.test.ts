@@ -1,8 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import * as Net from "node:net"
 import { check, target } from "./harness.ts"
-import { httpServer, listen, wsServer } from "./servers.ts"
+import { httpServer, tcpServer, wsServer } from "./servers.ts"
 
 describe("outbound guard in checks", () => {
   const strict = { guard: { allowPrivate: false } }
@@ -78,12 +77,7 @@ describe("outbound guard in checks", () => {
 
   it.live("tcp and websocket checks are guarded too", () =>
     Effect.gen(function*() {
-      let connections = 0
-      const server = Net.createServer((socket) => {
-        connections++
-        socket.end()
-      })
-      const port = yield* listen(server, "127.0.0.1")
+      const { connections, port } = yield* tcpServer
       expect(yield* check(target({ checkType: "tcp", url: `tcp://localhost:${port}` }), strict)).toMatchObject({
         status: "down",
         error: "blocked: loopback address 127.0.0.1"
@@ -99,7 +93,7 @@ describe("outbound guard in checks", () => {
         status: "down",
         error: "blocked: private address 10.1.1.1"
       })
-      expect(connections).toBe(0)
+      expect(connections()).toBe(0)
       expect(wsTarget.connections()).toBe(0)
     }))
 })

@@ -65,6 +65,17 @@ export const httpServer = (
     }
   })
 
+/** A TCP server that closes every connection at once, counting them. */
+export const tcpServer = Effect.gen(function*() {
+  let connections = 0
+  const server = Net.createServer((socket) => {
+    connections++
+    socket.end()
+  })
+  const port = yield* listen(server, "127.0.0.1")
+  return { port, connections: () => connections }
+})
+
 /** A port nothing listens on (bound, then released). */
 export const closedPort = Effect.gen(function*() {
   const server = Net.createServer()

@@ -2,24 +2,19 @@ import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import * as Net from "node:net"
 import { check, target } from "./harness.ts"
-import { closedPort, listen } from "./servers.ts"
+import { closedPort, listen, tcpServer } from "./servers.ts"
 
 describe("tcp check", () => {
   it.live("an open port is up", () =>
     Effect.gen(function*() {
-      let connections = 0
-      const server = Net.createServer((socket) => {
-        connections++
-        socket.end()
-      })
-      const port = yield* listen(server, "127.0.0.1")
+      const { connections, port } = yield* tcpServer
       const result = yield* check(target({ checkType: "tcp", url: `tcp://127.0.0.1:${port}` }))
       expect(result.status).toBe("up")
       expect(result.error).toBeUndefined()
       expect(result.statusCode).toBeUndefined()
       expect(result.responseTimeMs).toBeLessThan(1000)
       yield* Effect.sleep("50 millis")
-      expect(connections).toBe(1)
+      expect(connections()).toBe(1)
       // by name, and IPv6 loopback in brackets
       expect(yield* check(target({ checkType: "tcp", url: `tcp://localhost:${port}` }))).toMatchObject({ status: "up" })
       const server6 = Net.createServer((socket) => socket.end())
