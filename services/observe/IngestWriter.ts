@@ -1,9 +1,10 @@
 import { PgTypes } from "@effect/sql-pg"
-import { Context, Effect, Layer, Result } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
 import { publishAll } from "../platform/Events.ts"
+import { pgArray } from "../platform/PgArrayParam.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
 import { Performance } from "./Performance.ts"
 import type { SamplingWindow } from "./Sampling.ts"
@@ -29,8 +30,8 @@ const issueJson = (issue: IssueDelta, ord: number) => ({
   environments: [...issue.environments]
 })
 
-const textArray = (values: Array<string | null>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.text))
-const float8Array = (values: Array<number>) => Result.getOrThrow(PgTypes.array(values, PgTypes.OID.float8))
+const textArray = (values: Array<string | null>) => pgArray(values, PgTypes.OID.text)
+const float8Array = (values: Array<number>) => pgArray(values, PgTypes.OID.float8)
 
 /**
  * The kept events as one typed binary array per column (for `unnest`): Postgres reads them

@@ -1,7 +1,7 @@
 import { PgTypes } from "@effect/sql-pg"
-import { Result } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { DeliveryStatus } from "../../schemas/Webhooks.ts"
+import { pgArray as column } from "../platform/PgArrayParam.ts"
 
 /**
  * Claims and the attempt log in SQL, shared by `Deliveries` (one webhook at a time) and
@@ -112,8 +112,6 @@ export const toClaimed = (
     wasDueAt: Number(row.was_due),
     wasClaimedAt: row.was_claimed === null ? null : Number(row.was_claimed)
   })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
-
-const column = (values: ReadonlyArray<unknown>, oid: number) => Result.getOrThrow(PgTypes.array(values, oid))
 
 /**
  * SQL: the attempts as rows `r` (columns `seq`, `attempt`, `"startedAt"`, `"durationMs"`,
