@@ -1,5 +1,5 @@
 import * as Fs from "node:fs"
-import { cpuTicks, postgresPids } from "./process-usage.ts"
+import { cpuTicks, cpuTicksWithChildren, postgresPids } from "./process-usage.ts"
 
 const MS_PER_TICK = 10 // USER_HZ 100
 
@@ -10,6 +10,9 @@ const MS_PER_TICK = 10 // USER_HZ 100
 
 /** utime + stime of a process in ms; 0 once it is gone. */
 export const cpuMs = (pid: number): number => cpuTicks(pid) * MS_PER_TICK
+
+/** CPU ms of a process and the children it has waited for (its git processes, say). */
+export const cpuMsWithChildren = (pid: number): number => cpuTicksWithChildren(pid) * MS_PER_TICK
 
 /** CPU ms of the Postgres of `dataDir`: the postmaster and its children (backends, workers). */
 export const postgresCpuMs = (dataDir: string): number =>

@@ -5,10 +5,14 @@
  * matching the branch (`feature/**`, `feature/*`, `**`; signed commits and linear history
  * on). Rounds alternate the order; the medians are compared.
  *
+ * Also the CPU per push (mean over the rounds, from /proc, 10 ms ticks): the server with the
+ * git processes it ran, Postgres, and the pushing git client.
+ *
  * Env: PROTECTION_ROUNDS (default 5), PROTECTION_COMMITS (default 100).
  */
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { cpuMs, cpuMsWithChildren, postgresCpuMs } from "./cpu.ts"
 import { run, runCommand } from "./git-repo.ts"
 
 const ROUNDS = Number(process.env.PROTECTION_ROUNDS || 5)
@@ -27,6 +31,14 @@ export interface ProtectionBenchInput {
   readonly org: string
   readonly dir: string
   readonly gitEnv: NodeJS.ProcessEnv
+  readonly serverPid: number
+  readonly pgDataDir: string
+}
+
+interface CpuSample {
+  readonly server: number
+  readonly postgres: number
+  readonly client: number
 }
 
 export const benchProtection = async (input: ProtectionBenchInput) => {
@@ -86,6 +98,12 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
     const url = (key: string) => `${baseUrl.replace("http://", `http://git:${key}@`)}/${org}/${name}.git`
     await run(["-c", "credential.helper=", "push", "-q", url(owner), "base:refs/heads/main"], env, undefined, work)
     for (const rule of rules) await api("POST", `/api/v1/code/repos/${org}/${name}/branches/protection`, rule, owner)
+    const cpu = (): CpuSample => ({
+      server: cpuMsWithChildren(input.serverPid),
+      postgres: postgresCpuMs(input.pgDataDir),
+      client: cpuMsWithChildren(process.pid) - cpuMs(process.pid)
+    })
+    const before = cpu()
     const started = performance.now()
     await run(
       ["-c", "credential.helper=", "push", "-q", url(dev), "main:refs/heads/feature/bench"],
@@ -93,15 +111,24 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
       undefined,
       work
     )
-    return performance.now() - started
+    const ms = performance.now() - started
+    const after = cpu()
+    return {
+      ms,
+      cpu: {
+        server: after.server - before.server,
+        postgres: after.postgres - before.postgres,
+        client: after.client - before.client
+      }
+    }
   }
   const rules = [
     { branchPattern: "feature/**", requirePullRequest: false, requireSignedCommits: true },
     { branchPattern: "feature/*", requirePullRequest: false, requireLinearHistory: true, requireSignedCommits: true },
     { branchPattern: "**", requirePullRequest: false, requiredApprovals: 2 }
   ]
-  const plain: Array<number> = []
-  const guarded: Array<number> = []
+  const plain: Array<{ ms: number; cpu: CpuSample }> = []
+  const guarded: Array<{ ms: number; cpu: CpuSample }> = []
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate the order so a warming server favours neither side.
     if (round % 2 === 0) {
@@ -113,15 +140,23 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
     }
   }
   await exec("gpgconf", ["--kill", "gpg-agent"], gpgEnv).catch(() => undefined)
-  const plainMs = median(plain)
-  const guardedMs = median(guarded)
-  return [
-    { step: `push ${COMMITS} signed commits, no rules`, "median ms": plainMs, rounds: String(ROUNDS), ratio: 1 },
-    {
-      step: `push ${COMMITS} signed commits, 3 rules (signed on)`,
-      "median ms": guardedMs,
+  const row = (step: string, pushes: ReadonlyArray<{ ms: number; cpu: CpuSample }>, baselineMs: number) => {
+    const ms = median(pushes.map((push) => push.ms))
+    const mean = (of: (cpu: CpuSample) => number) =>
+      (pushes.reduce((total, push) => total + of(push.cpu), 0) / pushes.length).toFixed(1)
+    return {
+      step,
+      "median ms": ms,
       rounds: String(ROUNDS),
-      ratio: guardedMs / plainMs
+      ratio: ms / baselineMs,
+      "cpu ms server+git": mean((cpu) => cpu.server),
+      "cpu ms postgres": mean((cpu) => cpu.postgres),
+      "cpu ms client git": mean((cpu) => cpu.client)
     }
+  }
+  const plainMs = median(plain.map((push) => push.ms))
+  return [
+    row(`push ${COMMITS} signed commits, no rules`, plain, plainMs),
+    row(`push ${COMMITS} signed commits, 3 rules (signed on)`, guarded, plainMs)
   ]
 }

@@ -223,7 +223,9 @@ const main = async () => {
     adminToken,
     org: "bench",
     dir,
-    gitEnv
+    gitEnv,
+    serverPid: canopy.pid!,
+    pgDataDir: Path.join(dir, "pg")
   })
   console.log("\nBranch protection on push (goal: ratio under 1.10)\n")
   printTable(protection)

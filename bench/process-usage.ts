@@ -8,12 +8,27 @@ import * as Path from "node:path"
 
 const TICKS = 100 // USER_HZ on Linux
 
+/** The fields of `/proc/…/stat` after the command name (field 3 onwards). */
+const statFields = (path: string) => {
+  const stat = Fs.readFileSync(path, "utf8")
+  return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+}
+
 /** User + system CPU time of a process (or, with `tid`, one of its threads), in ticks (0 once it is gone). */
 export const cpuTicks = (pid: number, tid?: number): number => {
   try {
-    const stat = Fs.readFileSync(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`, "utf8")
-    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+    const fields = statFields(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`)
     return Number(fields[11]) + Number(fields[12]) // utime + stime
+  } catch {
+    return 0
+  }
+}
+
+/** `cpuTicks` plus what the children the process waited for spent (cutime + cstime: e.g. its git processes). */
+export const cpuTicksWithChildren = (pid: number): number => {
+  try {
+    const fields = statFields(`/proc/${pid}/stat`)
+    return Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])
   } catch {
     return 0
   }
@@ -37,9 +52,7 @@ export const postgresPids = (dataDir: string): Array<number> => {
     for (const entry of Fs.readdirSync("/proc")) {
       if (!/^\d+$/.test(entry)) continue
       try {
-        const stat = Fs.readFileSync(`/proc/${entry}/stat`, "utf8")
-        const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-        if (ppid === postmaster) pids.push(Number(entry))
+        if (Number(statFields(`/proc/${entry}/stat`)[1]) === postmaster) pids.push(Number(entry))
       } catch {
         // gone
       }

@@ -4,6 +4,7 @@
  * load this file without the app around it.
  */
 import * as openpgp from "openpgp"
+import { verifiedEd25519 } from "./Ed25519Signatures.ts"
 
 /** The bytes git signed and the signature's bytes (de-armored). */
 export interface SignedBytes {
@@ -97,6 +98,7 @@ const verifies = async (
     if (validKey === undefined) return false
     const literal = new openpgp.LiteralDataPacket() // `setBytes` is public in openpgp's documented API; its .d.ts marks it private.
     ;(literal as unknown as LiteralBytes).setBytes(signed.payload, openpgp.enums.literal.binary)
+    if (verifiedEd25519(packet, validKey.keyPacket, literal, new Date())) return true
     // Throws unless the signature is a valid binary-document signature by this key over the payload.
     await packet.verify(validKey.keyPacket, openpgp.enums.signature.binary, literal)
     return true

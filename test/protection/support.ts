@@ -28,28 +28,51 @@ const run = (command: string, args: ReadonlyArray<string>, env: NodeJS.ProcessEn
   )
 
 /**
- * A real passphrase-less ed25519 signing key in a temporary GNUPGHOME (its agent stopped
- * and the folder removed with the test's scope): its fingerprint and armored public key.
+ * A real passphrase-less signing key (ed25519 unless `algorithm` says e.g. "rsa2048") in a
+ * temporary GNUPGHOME (its agent stopped and the folder removed with the test's scope): its
+ * fingerprint and armored public key.
  */
-export const gpgKey = (uid: string) =>
+export const gpgKey = (uid: string, algorithm = "ed25519") =>
   Effect.acquireRelease(
     Effect.gen(function*() {
       const home = Fs.mkdtempSync(Path.join(Os.tmpdir(), "gpg-"))
       Fs.chmodSync(home, 0o700)
       const env = { PATH: process.env.PATH, GNUPGHOME: home, LANG: "C" }
-      yield* run("gpg", ["--batch", "--passphrase", "", "--quick-gen-key", uid, "ed25519", "sign", "never"], env)
+      yield* run("gpg", ["--batch", "--passphrase", "", "--quick-gen-key", uid, algorithm, "sign", "never"], env)
       const listing = yield* run("gpg", ["--batch", "--with-colons", "--list-keys"], env)
       const fingerprint = listing.split("\n").find((line) => line.startsWith("fpr:"))!.split(":")[9]
       const armored = yield* run("gpg", ["--batch", "--armor", "--export", fingerprint], env)
       return { home, fingerprint, armored }
     }),
     (key) =>
-      run("gpgconf", ["--kill", "gpg-agent"], { PATH: process.env.PATH, GNUPGHOME: key.home }).pipe(
+      // Every component gpg may have started; a socket removed as the agent exits can race the
+      // removal (ENOTEMPTY), which `maxRetries` absorbs.
+      run("gpgconf", ["--kill", "all"], { PATH: process.env.PATH, GNUPGHOME: key.home }).pipe(
         Effect.ignore,
-        Effect.andThen(Effect.sync(() => Fs.rmSync(key.home, { recursive: true, force: true })))
+        Effect.andThen(Effect.sync(() => Fs.rmSync(key.home, { recursive: true, force: true, maxRetries: 10 })))
       )
   )
 export type GpgTestKey = Effect.Success<ReturnType<typeof gpgKey>>
+
+/** A binary detached signature of `payload` by `key`, made by gpg with `options` (e.g. a notation). */
+export const gpgSign = (key: GpgTestKey, payload: Uint8Array, options: ReadonlyArray<string> = []) =>
+  Effect.gen(function*() {
+    const input = Path.join(key.home, `payload-${Math.random().toString(36).slice(2)}`)
+    Fs.writeFileSync(input, payload)
+    const env = { PATH: process.env.PATH, GNUPGHOME: key.home, LANG: "C" }
+    yield* run("gpg", [
+      "--batch",
+      "--yes",
+      ...options,
+      "-u",
+      key.fingerprint,
+      "--detach-sign",
+      "-o",
+      `${input}.sig`,
+      input
+    ], env)
+    return new Uint8Array(Fs.readFileSync(`${input}.sig`))
+  })
 
 /** Commits `files` in `dir` signed with `key` (or unsigned without one); returns the commit id. */
 export const signedCommit = (
