@@ -1,9 +1,11 @@
+import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
+import { pgArray } from "../platform/PgArrayParam.ts"
 import {
   type AttemptRecord,
   attemptRows,
@@ -222,15 +224,20 @@ export class Deliveries extends Context.Service<Deliveries, {
           ORDER BY e.n, w.created_at, w.id`
         if (matches.length === 0) return 0
         // Each payload travels once, however many webhooks get it; rows go in in queue order.
-        const rows = matches.map((match, k) => ({ id: makeId("delivery"), w: match.webhookId, n: match.n, k }))
+        // Typed arrays, not a JSON document: the payloads (JSON text) are not escaped and parsed again.
+        const ids = matches.map(() => makeId("delivery"))
         const used = [...new Set(matches.map((match) => match.n))]
-        const payloads = used.map((n) => ({ n, event: events[n].event, payload: events[n].payload }))
+        const { OID } = PgTypes
         yield* sql`
           WITH queued AS (
             INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
             SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id text, w text, n integer, k integer)
-            JOIN jsonb_to_recordset(${JSON.stringify(payloads)}::jsonb) AS p(n integer, event text, payload text)
+            FROM unnest(${pgArray(ids, OID.text)}::text[],
+              ${pgArray(matches.map((match) => match.webhookId), OID.text)}::text[],
+              ${pgArray(matches.map((match) => match.n), OID.int4)}::int4[]) WITH ORDINALITY AS r(id, w, n, k)
+            JOIN unnest(${pgArray(used, OID.int4)}::int4[],
+              ${pgArray(used.map((n) => events[n].event), OID.text)}::text[],
+              ${pgArray(used.map((n) => events[n].payload), OID.text)}::text[]) AS p(n, event, payload)
               ON p.n = r.n
             ORDER BY r.k
             RETURNING webhook_id, next_attempt_at, seq
@@ -239,7 +246,7 @@ export class Deliveries extends Context.Service<Deliveries, {
             SELECT webhook_id, next_attempt_at, seq FROM queued
           )
           SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
-        return rows.length
+        return matches.length
       })
 
       const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
