@@ -9,14 +9,12 @@ import { pgArray } from "../platform/PgArrayParam.ts"
 import {
   type AttemptRecord,
   attemptRows,
-  CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
   QUEUE_AFTER_ATTEMPTS,
   type QueuedDelivery,
   type QueuedRow,
-  RECORD_SET,
-  toClaimed
+  RECORD_SET
 } from "./DeliveryClaims.ts"
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
@@ -138,20 +136,6 @@ export class Deliveries extends Context.Service<Deliveries, {
   /** The next delivery to attempt: the earliest due at or after `now` (claims count at their retry time). */
   head(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
-   * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
-   * first), that have attempts left (`delays.length` attempts in all), in one statement: for
-   * each, `attempts + 1` and `claimed_at = now` are committed, so should the runner die
-   * before logging the attempt, its retry is due at `now + delays[attempts]` (see
-   * `DeliveryClaims.ts`). Empty when nothing is claimable (see `head`).
-   * `attempts` of each result is its claimed attempt's number; the order is queue order.
-   */
-  claimDue(
-    webhookId: string,
-    now: number,
-    delays: ReadonlyArray<number>,
-    limit: number
-  ): Effect.Effect<ReadonlyArray<ClaimedDelivery>>
-  /**
    * Gives back claims whose attempt was never started (the runner is stopping): the attempt
    * count and timer return to what they were, so the delivery goes out next, on schedule.
    */
@@ -248,28 +232,6 @@ export class Deliveries extends Context.Service<Deliveries, {
           SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
         return matches.length
       })
-
-      const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
-        const at = new Date(now).toISOString()
-        return sql<QueuedRow & { was_due: string | number; was_claimed: string | number | null }>`
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = ${at}::timestamptz
-          FROM (
-            SELECT w.seq, w.next_attempt_at AS was_due, w.claimed_at AS was_claimed
-            FROM (SELECT ${JSON.stringify(delays)}::jsonb AS delays, ${at}::timestamptz AS now) AS p
-            JOIN webhook_queue q ON q.webhook_id = ${webhookId} AND q.next_attempt_at <= p.now
-            JOIN webhook_deliveries w ON w.seq = q.seq AND w.status = 'pending'
-              AND w.attempts < jsonb_array_length(p.delays)
-              AND ${sql.literal(CLAIM_EXPIRED("w", "p.delays", "p.now"))}
-            ORDER BY q.next_attempt_at, q.seq LIMIT ${limit}
-          ) AS head
-          WHERE d.seq = head.seq
-          RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
-            extract(epoch FROM head.was_due) * 1000 AS was_due, extract(epoch FROM head.was_claimed) * 1000 AS was_claimed`
-          .pipe(
-            Effect.orDie,
-            Effect.map((rows) => toClaimed(rows, now))
-          )
-      }
 
       const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
         if (claims.length === 0) return Effect.void
@@ -395,7 +357,6 @@ export class Deliveries extends Context.Service<Deliveries, {
         enqueue,
         enqueueForEvents,
         head,
-        claimDue,
         release,
         recordAll,
         fail,
