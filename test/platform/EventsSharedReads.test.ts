@@ -110,8 +110,9 @@ describe("shared outbox reads", () => {
         (n) => runner.run(runner.events.publishAll(["a", "b", "c"].map((type) => ({ type, data: { n } })))),
         { concurrency: 4, discard: true }
       )
+      // The table's columns, not the text output column `id` (which would sort "108" before "97").
       const published = yield* runner.sql<{ id: string; type: string }>`
-        SELECT id::text, type FROM domain_events ORDER BY tx, id`
+        SELECT id::text, type FROM domain_events ORDER BY domain_events.tx, domain_events.id`
       const outbox = published.map((row) => ({ id: Number(row.id), type: row.type }))
       const of = (...types: Array<string>) => outbox.filter((e) => types.includes(e.type)).map((e) => e.id)
       expect(outbox.length).toBe(120)
