@@ -186,19 +186,16 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
    */
   const onStatuses = (batch: ReadonlyArray<DomainEvent>) =>
     Effect.gen(function*() {
-      const ids = [
-        ...new Set(batch.flatMap((event) => {
-          const decoded = MonitorStatusEvent.match(event)
-          return Option.isSome(decoded) ? [decoded.value.monitorId] : []
-        }))
-      ]
+      // Each event decoded once here (`onStatus` decodes again only events it handles).
+      const decoded = batch.map((event) => MonitorStatusEvent.match(event))
+      const ids = [...new Set(decoded.flatMap((data) => Option.isSome(data) ? [data.value.monitorId] : []))]
       const existing = ids.length === 0 ? [] : yield* sql<{ id: string }>`
         SELECT id FROM monitors WHERE id IN ${sql.in(ids)}`
       const known = new Set(existing.map((row) => row.id))
-      for (const event of batch) {
-        const decoded = MonitorStatusEvent.match(event)
-        if (Option.isSome(decoded) && !known.has(decoded.value.monitorId)) continue
-        yield* onStatus(event)
+      for (let n = 0; n < batch.length; n++) {
+        const data = decoded[n]
+        if (Option.isSome(data) && !known.has(data.value.monitorId)) continue
+        yield* onStatus(batch[n])
       }
     })
 

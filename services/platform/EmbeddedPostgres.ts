@@ -165,7 +165,8 @@ const startServer = async (databaseDir: string, port: number, log: ((line: unkno
       "-c",
       "max_connections=300",
       "-c",
-      "unix_socket_directories="
+      "unix_socket_directories=",
+      ...(process.env.PG_EXTRA_FLAGS ?? "").split(" ").filter((f) => f !== "").flatMap((f) => ["-c", f])
     ], { ...(isRoot ? postgresUser() : {}), detached: true, stdio: ["ignore", "ignore", "pipe"] })
     let output = ""
     child.stderr!.on("data", (chunk: Buffer) => {

@@ -4,6 +4,7 @@ import type { Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type DomainEvent, horizonSql, isAfter, type Position, type PositionedEvent, readAfter } from "./EventLog.ts"
+import { type Segment, type SharedReads, sliceSegment } from "./SharedReads.ts"
 
 export interface ConsumeOptions {
   /** Only these event types reach the handler (the cursor still moves past the others). */
@@ -121,6 +122,8 @@ export interface ConsumerDeps {
   readonly pollInterval: Duration.Duration
   /** The least time between two passes of a loop (real time, ms); see `pacer`. */
   readonly minPassMs: number
+  /** The runner's shared outbox reads (`SharedReads.ts`). */
+  readonly shared: SharedReads
 }
 
 /**
@@ -129,6 +132,8 @@ export interface ConsumerDeps {
  * working on the same consumer makes this one skip), reads up to `batchSize` events after
  * the cursor below the horizon taken *before* the row lock gave this transaction an id (see
  * `EventLog.ts`), hands them to `process` and moves the cursor past what it handled.
+ * The events come from the runner's shared read when it covers the locked cursor (read
+ * after this loop's last wake-up), else from the consumer's own read.
  */
 export const startConsumer = Effect.fnUntraced(function*<R>(
   deps: ConsumerDeps,
@@ -153,53 +158,65 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
   }
 
   type Int8 = bigint | number | string
-  const batch = Effect.gen(function*() {
-    // The snapshot of this statement is taken before the row lock assigns a transaction id,
-    // so our own transaction does not hold the horizon back.
-    const locked = yield* sql<{ tx: Int8; id: Int8; horizon: Int8 }>`
+  // This runner's last known cursor: where to ask the shared read from (a hint only: the
+  // pass slices from the cursor it finds under the row lock).
+  let known: Position | undefined
+  const batch = (segment: Segment | undefined) =>
+    Effect.gen(function*() {
+      // The snapshot of this statement is taken before the row lock assigns a transaction id,
+      // so our own transaction does not hold the horizon back.
+      const locked = yield* sql<{ tx: Int8; id: Int8; horizon: Int8 }>`
       SELECT last_tx AS tx, last_event_id AS id, ${horizonSql(sql)} AS horizon
       FROM event_consumers WHERE name = ${name} FOR UPDATE SKIP LOCKED`
-    if (locked.length === 0) return { outcome: "busy" as Outcome, failed: undefined }
-    const start: Position = { tx: BigInt(locked[0].tx), id: BigInt(locked[0].id) }
-    const read = yield* readAfter(sql, {
-      after: start,
-      limit: options.batchSize,
-      types: options.types,
-      horizon: BigInt(locked[0].horizon)
-    })
-    const progress = yield* process(read.events)
-    let cursor = progress.handled === 0 ? start : read.events[progress.handled - 1].position
-    if (progress.failed === undefined && !read.full && isAfter(read.head, cursor)) cursor = read.head
-    if (isAfter(cursor, start)) {
-      yield* sql`
+      if (locked.length === 0) return { outcome: "busy" as Outcome, failed: undefined, cursor: known }
+      const start: Position = { tx: BigInt(locked[0].tx), id: BigInt(locked[0].id) }
+      const read = (segment && sliceSegment(segment, start, options.batchSize, options.types)) ??
+        (yield* readAfter(sql, {
+          after: start,
+          limit: options.batchSize,
+          types: options.types,
+          horizon: BigInt(locked[0].horizon)
+        }))
+      const progress = yield* process(read.events)
+      let cursor = progress.handled === 0 ? start : read.events[progress.handled - 1].position
+      if (progress.failed === undefined && isAfter(read.through, cursor)) cursor = read.through
+      if (isAfter(cursor, start)) {
+        yield* sql`
         UPDATE event_consumers SET last_tx = ${String(cursor.tx)}::bigint,
           last_event_id = ${String(cursor.id)}::bigint, updated_at = now()
         WHERE name = ${name}`
-    }
-    const outcome: Outcome = read.full ? "more" : read.held ? "held" : "caughtUp"
-    return { outcome, failed: progress.failed }
-  })
+      }
+      const outcome: Outcome = read.full ? "more" : read.held ? "held" : "caughtUp"
+      return { outcome, failed: progress.failed, cursor }
+    })
 
-  const pass = Effect.gen(function*() {
-    const { failed, outcome } = yield* sql.withTransaction(batch)
-    if (failed !== undefined) {
-      // The event's data is not logged: it can hold personal data.
-      yield* Effect.logWarning("Events: consumer handler failed, retrying", failed.cause).pipe(
-        Effect.annotateLogs({ consumer: name, eventId: failed.event.id, eventType: failed.event.type })
-      )
-      return yield* new Retry()
-    }
-    return outcome
-  })
+  const pass = (since: number) =>
+    Effect.gen(function*() {
+      // Taken before the transaction: waiting for it holds no connection.
+      const segment = known === undefined ? undefined : yield* deps.shared.segment(name, known, since)
+      const { cursor, failed, outcome } = yield* sql.withTransaction(batch(segment))
+      known = cursor
+      if (failed !== undefined) {
+        // The event's data is not logged: it can hold personal data.
+        yield* Effect.logWarning("Events: consumer handler failed, retrying", failed.cause).pipe(
+          Effect.annotateLogs({ consumer: name, eventId: failed.event.id, eventType: failed.event.type })
+        )
+        return yield* new Retry()
+      }
+      return outcome
+    })
 
   const wake = yield* deps.waker
   yield* Effect.gen(function*() {
     const waiting = waitPolicy(deps.pollInterval)
     const paced = pacer(deps.minPassMs)
+    // When this loop last woke: the shared read it takes must have started since.
+    let since = performance.now()
     while (true) {
-      const outcome = yield* retryLogged(pass, "Events: consumer batch failed, retrying", { consumer: name })
+      const outcome = yield* retryLogged(pass(since), "Events: consumer batch failed, retrying", { consumer: name })
       if (outcome !== "more") {
         yield* nextWake(wake, waiting.after(outcome === "held"))
+        since = performance.now()
         yield* paced
       }
     }

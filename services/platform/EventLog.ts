@@ -71,6 +71,11 @@ export interface Read {
   readonly full: boolean
   /** Whether committed events wait above the horizon (behind a transaction still open). */
   readonly held: boolean
+  /**
+   * Every matching event after the read's start and up to here is in `events`: a reader
+   * that handled them all may move its position here (the last event when `full`, else `head`).
+   */
+  readonly through: Position
 }
 
 /**
@@ -116,7 +121,9 @@ export const readAfter = (
       const head = first === undefined || first.headTx === null || first.headId === null
         ? START
         : { tx: BigInt(first.headTx), id: BigInt(first.headId) }
-      return { events, head, full: events.length === options.limit, held: first?.held === true }
+      const full = events.length === options.limit
+      const through = full && events.length > 0 ? events[events.length - 1].position : head
+      return { events, head, full, held: first?.held === true, through }
     }
   )
 }

@@ -15,7 +15,8 @@ import {
   waitPolicy,
   wholeChunk
 } from "./EventConsumers.ts"
-import { type DomainEvent, type Position, readAfter, START } from "./EventLog.ts"
+import { type DomainEvent, isAfter, type Position, readAfter, START } from "./EventLog.ts"
+import { makeSharedReads, sliceSegment } from "./SharedReads.ts"
 
 export type { ConsumeOptions } from "./EventConsumers.ts"
 export type { DomainEvent } from "./EventLog.ts"
@@ -71,6 +72,9 @@ export interface EventsOptions {
 export const EVENTS_CHANNEL = "canopy_events"
 
 const LIVE_READ_LIMIT = 1000
+/** Events per shared read (`SharedReads.ts`), and events its window keeps for loops behind. */
+const SHARED_READ_LIMIT = 1000
+const SHARED_WINDOW = 10_000
 
 /**
  * The outbox insert of `events` (in order) as a statement to embed in a larger one, e.g. as
@@ -199,29 +203,38 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   let highWatermark: Position = (yield* readAfter(sql, { after: START, limit: 0 })).head
   const subscribers = new Set<Queue.Queue<DomainEvent, EventsLagged | Cause.Done>>()
 
-  const readLive = Effect.gen(function*() {
-    const read = yield* readAfter(sql, { after: highWatermark, limit: readLimit })
-    for (const { event, position } of read.events) {
-      highWatermark = position
-      for (const subscriber of subscribers) {
-        if (!Queue.offerUnsafe(subscriber, event)) {
-          subscribers.delete(subscriber)
-          Queue.failCauseUnsafe(subscriber, Cause.fail(new EventsLagged({ capacity: liveBufferSize })))
+  // One read of the outbox serves the live reader and this runner's consumers alike.
+  const shared = yield* makeSharedReads(sql, SHARED_READ_LIMIT, SHARED_WINDOW)
+
+  const readLive = (since: number) =>
+    Effect.gen(function*() {
+      const segment = yield* shared.segment("live", highWatermark, since)
+      const read = (segment && sliceSegment(segment, highWatermark, readLimit)) ??
+        (yield* readAfter(sql, { after: highWatermark, limit: readLimit }))
+      for (const { event, position } of read.events) {
+        highWatermark = position
+        for (const subscriber of subscribers) {
+          if (!Queue.offerUnsafe(subscriber, event)) {
+            subscribers.delete(subscriber)
+            Queue.failCauseUnsafe(subscriber, Cause.fail(new EventsLagged({ capacity: liveBufferSize })))
+          }
         }
       }
-    }
-    if (!read.full) highWatermark = read.head
-    return read
-  })
+      if (isAfter(read.through, highWatermark)) highWatermark = read.through
+      return read
+    })
 
   const liveWaker = yield* waker
   yield* Effect.gen(function*() {
     const waiting = waitPolicy(pollInterval)
     const paced = pacer(options.minLiveReadMs ?? 10)
+    // When the reader last woke: the shared read it takes must have started since.
+    let since = performance.now()
     while (true) {
-      const read = yield* retryLogged(readLive, "Events: reading new events failed, retrying")
+      const read = yield* retryLogged(readLive(since), "Events: reading new events failed, retrying")
       if (!read.full) {
         yield* nextWake(liveWaker, waiting.after(read.held))
+        since = performance.now()
         yield* paced
       }
     }
@@ -248,7 +261,7 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   const live = Stream.unwrap(Effect.map(subscribe, Stream.fromQueue))
 
   // --- durable consumers ---------------------------------------------------------------
-  const deps = { sql, waker, pollInterval, minPassMs: options.minConsumerPassMs ?? 50 }
+  const deps = { sql, waker, pollInterval, minPassMs: options.minConsumerPassMs ?? 50, shared }
   const consume = <E, R>(
     name: string,
     handler: (event: DomainEvent) => Effect.Effect<void, E, R>,

@@ -38,9 +38,18 @@ const RELEASE_WAIT = Duration.seconds(5)
  * goes at once and a busy runner writes in large batches.
  *
  * Per webhook nothing changes: its entity waits for the reply before its next attempt, so
- * one delivery at a time in queue order; the claim rules are `Deliveries.claimDue`'s.
+ * one delivery at a time in queue order. Every claim goes through here, with or without
+ * attempts to log, so webhooks woken together by a fan-out claim in one statement.
  */
 export class AttemptBatcher extends Context.Service<AttemptBatcher, {
+  /**
+   * Logs `attempts` (successes), then claims the next attempt of up to `limit` due deliveries
+   * of the webhook, in queue order (earliest due first), that have attempts left
+   * (`delays.length` attempts in all): for each, `attempts + 1` and `claimed_at = now` are
+   * committed, so should the runner die before logging the attempt, its retry is due at
+   * `now + delays[attempts]` (see `DeliveryClaims.ts`). Empty when nothing is claimable
+   * (see `Deliveries.head`).
+   */
   readonly recordAndClaim: (
     attempts: ReadonlyArray<AttemptRecord>,
     webhookId: string,

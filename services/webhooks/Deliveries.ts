@@ -1,20 +1,20 @@
+import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
+import { pgArray } from "../platform/PgArrayParam.ts"
 import {
   type AttemptRecord,
   attemptRows,
-  CLAIM_EXPIRED,
   type ClaimedDelivery,
   LOG_ATTEMPTS,
   QUEUE_AFTER_ATTEMPTS,
   type QueuedDelivery,
   type QueuedRow,
-  RECORD_SET,
-  toClaimed
+  RECORD_SET
 } from "./DeliveryClaims.ts"
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
@@ -136,20 +136,6 @@ export class Deliveries extends Context.Service<Deliveries, {
   /** The next delivery to attempt: the earliest due at or after `now` (claims count at their retry time). */
   head(webhookId: string, now: number, delays: ReadonlyArray<number>): Effect.Effect<Option.Option<QueuedDelivery>>
   /**
-   * Claims the next attempt of up to `limit` due deliveries, in queue order (earliest due
-   * first), that have attempts left (`delays.length` attempts in all), in one statement: for
-   * each, `attempts + 1` and `claimed_at = now` are committed, so should the runner die
-   * before logging the attempt, its retry is due at `now + delays[attempts]` (see
-   * `DeliveryClaims.ts`). Empty when nothing is claimable (see `head`).
-   * `attempts` of each result is its claimed attempt's number; the order is queue order.
-   */
-  claimDue(
-    webhookId: string,
-    now: number,
-    delays: ReadonlyArray<number>,
-    limit: number
-  ): Effect.Effect<ReadonlyArray<ClaimedDelivery>>
-  /**
    * Gives back claims whose attempt was never started (the runner is stopping): the attempt
    * count and timer return to what they were, so the delivery goes out next, on schedule.
    */
@@ -222,15 +208,20 @@ export class Deliveries extends Context.Service<Deliveries, {
           ORDER BY e.n, w.created_at, w.id`
         if (matches.length === 0) return 0
         // Each payload travels once, however many webhooks get it; rows go in in queue order.
-        const rows = matches.map((match, k) => ({ id: makeId("delivery"), w: match.webhookId, n: match.n, k }))
+        // Typed arrays, not a JSON document: the payloads (JSON text) are not escaped and parsed again.
+        const ids = matches.map(() => makeId("delivery"))
         const used = [...new Set(matches.map((match) => match.n))]
-        const payloads = used.map((n) => ({ n, event: events[n].event, payload: events[n].payload }))
+        const { OID } = PgTypes
         yield* sql`
           WITH queued AS (
             INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
             SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) AS r(id text, w text, n integer, k integer)
-            JOIN jsonb_to_recordset(${JSON.stringify(payloads)}::jsonb) AS p(n integer, event text, payload text)
+            FROM unnest(${pgArray(ids, OID.text)}::text[],
+              ${pgArray(matches.map((match) => match.webhookId), OID.text)}::text[],
+              ${pgArray(matches.map((match) => match.n), OID.int4)}::int4[]) WITH ORDINALITY AS r(id, w, n, k)
+            JOIN unnest(${pgArray(used, OID.int4)}::int4[],
+              ${pgArray(used.map((n) => events[n].event), OID.text)}::text[],
+              ${pgArray(used.map((n) => events[n].payload), OID.text)}::text[]) AS p(n, event, payload)
               ON p.n = r.n
             ORDER BY r.k
             RETURNING webhook_id, next_attempt_at, seq
@@ -239,30 +230,8 @@ export class Deliveries extends Context.Service<Deliveries, {
             SELECT webhook_id, next_attempt_at, seq FROM queued
           )
           SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
-        return rows.length
+        return matches.length
       })
-
-      const claimDue = (webhookId: string, now: number, delays: ReadonlyArray<number>, limit: number) => {
-        const at = new Date(now).toISOString()
-        return sql<QueuedRow & { was_due: string | number; was_claimed: string | number | null }>`
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = ${at}::timestamptz
-          FROM (
-            SELECT w.seq, w.next_attempt_at AS was_due, w.claimed_at AS was_claimed
-            FROM (SELECT ${JSON.stringify(delays)}::jsonb AS delays, ${at}::timestamptz AS now) AS p
-            JOIN webhook_queue q ON q.webhook_id = ${webhookId} AND q.next_attempt_at <= p.now
-            JOIN webhook_deliveries w ON w.seq = q.seq AND w.status = 'pending'
-              AND w.attempts < jsonb_array_length(p.delays)
-              AND ${sql.literal(CLAIM_EXPIRED("w", "p.delays", "p.now"))}
-            ORDER BY q.next_attempt_at, q.seq LIMIT ${limit}
-          ) AS head
-          WHERE d.seq = head.seq
-          RETURNING d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
-            extract(epoch FROM head.was_due) * 1000 AS was_due, extract(epoch FROM head.was_claimed) * 1000 AS was_claimed`
-          .pipe(
-            Effect.orDie,
-            Effect.map((rows) => toClaimed(rows, now))
-          )
-      }
 
       const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
         if (claims.length === 0) return Effect.void
@@ -388,7 +357,6 @@ export class Deliveries extends Context.Service<Deliveries, {
         enqueue,
         enqueueForEvents,
         head,
-        claimDue,
         release,
         recordAll,
         fail,

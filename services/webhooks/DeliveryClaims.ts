@@ -80,7 +80,7 @@ export const QUEUE_AFTER_ATTEMPTS = `dequeued AS (
 /**
  * SQL condition: a pending row's claim, if any, has expired, i.e. the runner that claimed its
  * last attempt died before logging it and the retry after that attempt is due at `now`.
- * `delays` (jsonb, as in `claimDue`) and `now` are SQL expressions.
+ * `delays` (jsonb, as in `AttemptBatcher`'s claims) and `now` are SQL expressions.
  */
 export const CLAIM_EXPIRED = (row: string, delays: string, now: string) =>
   `(${row}.claimed_at IS NULL OR ${row}.claimed_at + make_interval(secs => (${delays}->>(${row}.attempts - 1))::float8 / 1000) <= ${now})`

@@ -27,7 +27,7 @@ const STOP_WAIT = "5 seconds"
  * the due deliveries of its queue one at a time, earliest due first (new deliveries in event
  * order), and says when the next one is due.
  *
- * Each attempt is claimed before it is sent (`Deliveries.claimDue` commits `attempts + 1` and
+ * Each attempt is claimed before it is sent (`AttemptBatcher` commits `attempts + 1` and
  * the claim's time, which makes the retry after it due at its scheduled time), so a runner
  * that dies while sending neither repeats that attempt nor loses the retry: the next attempt
  * happens at its scheduled time, on whichever runner then hosts the webhook. Up to
@@ -143,7 +143,9 @@ export class Dispatcher extends Context.Service<Dispatcher, {
         const delays = delaysOf(target)
         // `claimedAt`: the time the last claim looked for due deliveries.
         let claimedAt = yield* Clock.currentTimeMillis
-        let batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
+        // Every claim goes through the batcher: webhooks woken together by a fan-out claim in
+        // one statement (one commit) instead of one each.
+        let batch = yield* batcher.recordAndClaim([], webhookId, claimedAt, delays, PREFETCH)
         while (true) {
           if (batch.length > 0) {
             const sent = yield* sendBatch(target, batch)
@@ -152,9 +154,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
             claimedAt = yield* Clock.currentTimeMillis
             // The hot path: log the batch's successes and claim the next batch, in one
             // statement shared with other webhooks.
-            batch = sent.done.length > 0
-              ? yield* batcher.recordAndClaim(sent.done, webhookId, claimedAt, delays, PREFETCH)
-              : yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
+            batch = yield* batcher.recordAndClaim(sent.done, webhookId, claimedAt, delays, PREFETCH)
             continue
           }
           // Nothing claimable at `claimedAt`: the queue is empty, its head not due yet, out of
@@ -165,7 +165,7 @@ export class Dispatcher extends Context.Service<Dispatcher, {
           // A runner died during the last attempt: nothing is left to try.
           if (head.value.attempts >= delays.length) yield* deliveries.fail(head.value.seq)
           claimedAt = yield* Clock.currentTimeMillis
-          batch = yield* deliveries.claimDue(webhookId, claimedAt, delays, PREFETCH)
+          batch = yield* batcher.recordAndClaim([], webhookId, claimedAt, delays, PREFETCH)
         }
       })
 
