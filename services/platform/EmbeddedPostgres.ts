@@ -165,8 +165,7 @@ const startServer = async (databaseDir: string, port: number, log: ((line: unkno
       "-c",
       "max_connections=300",
       "-c",
-      "unix_socket_directories=",
-      ...(process.env.PG_EXTRA_FLAGS ?? "").split(" ").filter((f) => f !== "").flatMap((f) => ["-c", f])
+      "unix_socket_directories="
     ], { ...(isRoot ? postgresUser() : {}), detached: true, stdio: ["ignore", "ignore", "pipe"] })
     let output = ""
     child.stderr!.on("data", (chunk: Buffer) => {
