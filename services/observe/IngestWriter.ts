@@ -205,7 +205,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               RETURNING 1
             )
             -- NOTIFY is transactional: runners wake when this commits, and only if it appended events
-            -- (an issue's row is always returned, so the notification is evaluated whenever there are any).
+            -- (every issue's row is returned, so the notification is evaluated whenever there are any).
             SELECT u.id, u.inserted, u.regressed,
               (SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) AS n FROM appended) AS done
                 WHERE done.n > 0) IS NULL AS notified
@@ -216,12 +216,17 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               Effect.tap(statement, () =>
                 performance.recordSpans(orgId, plan.spans).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
             )
-          return {
-            newIssues: upserted.filter((row) =>
-              row.inserted
-            ).map((row) => row.id),
-            regressed: upserted.filter((row) => row.regressed).map((row) => row.id)
+          const newIssues: Array<string> = []
+          const regressed: Array<string> = []
+          for (const row of upserted) {
+            if (row.inserted) {
+              newIssues.push(row.id)
+            }
+            if (row.regressed) {
+              regressed.push(row.id)
+            }
           }
+          return { newIssues, regressed }
         })
 
       return IngestWriter.of({ lookupIssues, write })
