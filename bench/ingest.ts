@@ -18,6 +18,9 @@
  * which builds the same JSON) and Postgres spent per event, read from /proc: on a shared
  * machine throughput follows whatever else runs, the CPU cost per event does not. The
  * server's main thread is shown apart: it is the serial stage (GC helpers and libuv are the rest).
+ * The load generator's own CPU (this process: building and sending the events) is shown too:
+ * it shares the two cores with the server and Postgres. The load average is read at the
+ * end of each phase.
  *
  * Env: DURATION seconds per phase (default 10), BATCH_CONNECTIONS (comma-separated,
  * default 4,32), SINGLE_CONNECTIONS (default 64).
@@ -26,7 +29,7 @@ import { PgClient } from "@effect/sql-pg"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import * as Http from "node:http"
-import { measured, postgresCpuMs } from "./cpu.ts"
+import { loadAverage, measured, postgresCpuMs } from "./cpu.ts"
 import { percentile, printTable, startCanopyOnEmbeddedPostgres, stop } from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
@@ -91,6 +94,9 @@ interface Phase {
   readonly eventsPerSecond: number
   readonly latencies: Array<number>
   readonly failures: number
+  /** This process's CPU: building the events and sending them (the baseline's equivalent is its own process). */
+  readonly clientCpuMs: number
+  readonly loadAverage: number
 }
 
 const drive = async (
@@ -125,6 +131,7 @@ const drive = async (
       request.on("error", () => resolve(0))
       request.end(body)
     })
+  const client0 = process.cpuUsage()
   const started = performance.now()
   const deadline = started + durationSeconds * 1000
   await Promise.all(Array.from({ length: connections }, async () => {
@@ -140,8 +147,16 @@ const drive = async (
     }
   }))
   const elapsed = (performance.now() - started) / 1000
+  const client = process.cpuUsage(client0)
   agent.destroy()
-  return { acknowledged, eventsPerSecond: acknowledged / elapsed, latencies: latencies.sort((a, b) => a - b), failures }
+  return {
+    acknowledged,
+    eventsPerSecond: acknowledged / elapsed,
+    latencies: latencies.sort((a, b) => a - b),
+    failures,
+    clientCpuMs: (client.user + client.system) / 1000,
+    loadAverage: loadAverage()
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -186,7 +201,8 @@ const rawInserts = (databaseUrl: string, pgDir: string, connections: number, dur
         latencies: latencies.sort((a, b) => a - b),
         serverCpuMs: (self.user + self.system) / 1000,
         serverMainCpuMs: (thread.user + thread.system) / 1000,
-        pgCpuMs: postgresCpuMs(pgDir) - cpu0.pg
+        pgCpuMs: postgresCpuMs(pgDir) - cpu0.pg,
+        loadAverage: loadAverage()
       }
     }).pipe(
       Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), maxConnections: connections }))
@@ -243,7 +259,9 @@ const main = async () => {
     "failed req": run.failures,
     "server CPU µs/event": perEvent(run.serverCpuMs, run.acknowledged),
     "of it main thread": perEvent(run.serverMainCpuMs, run.acknowledged),
-    "postgres CPU µs/event": perEvent(run.pgCpuMs, run.acknowledged)
+    "postgres CPU µs/event": perEvent(run.pgCpuMs, run.acknowledged),
+    "load generator CPU µs/event": perEvent(run.clientCpuMs, run.acknowledged),
+    "load avg": run.loadAverage
   })
   printTable([
     ...batchedRuns.map((run, n) => ingestRow(`(a) ingest, batches of 100, ${batchConnections[n]} conns`, run)),
@@ -256,7 +274,9 @@ const main = async () => {
       "failed req": 0,
       "server CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
       "of it main thread": perEvent(raw.serverMainCpuMs, raw.inserted),
-      "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted)
+      "postgres CPU µs/event": perEvent(raw.pgCpuMs, raw.inserted),
+      "load generator CPU µs/event": perEvent(raw.serverCpuMs, raw.inserted),
+      "load avg": raw.loadAverage
     }))
   ])
   console.log(

@@ -3,20 +3,23 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
-import { publishAll } from "../platform/Events.ts"
+import { EVENTS_CHANNEL } from "../platform/Events.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
 import { Performance } from "./Performance.ts"
 import type { SamplingWindow } from "./Sampling.ts"
 
 /**
- * One group commit of an organization's ingest entity (a `CommitPlan`) in one
- * transaction of one statement whatever the number of events (events travel as one typed
- * array per column, expanded by `unnest`; the other kinds, few rows each, as one JSON
- * document per kind, expanded by `json_to_recordset`): new stacks, kept events, distinct
- * users, issues (every event counts; a resolved issue regresses), releases, the sampling
- * window; then spans (`Performance.recordSpans`) and `observe.issue.created` /
- * `observe.issue.regressed` when there are any.
+ * One group commit of an organization's ingest entity (a `CommitPlan`) in one statement
+ * whatever the number of events (events travel as one typed array per column, expanded by
+ * `unnest`; the other kinds, few rows each, as one JSON document per kind, expanded by
+ * `json_to_recordset`): new stacks, kept events, distinct users, issues (every event
+ * counts; a resolved issue regresses), `observe.issue.created` / `observe.issue.regressed`
+ * for the issues the upsert created or reopened (appended to the outbox by the statement,
+ * with its NOTIFY only when there are any), releases, the sampling window. Without spans
+ * that statement is the whole commit and runs alone, atomic as its own transaction: no
+ * `BEGIN` and `COMMIT` round trips, each of which waited for a busy event loop. With spans,
+ * the statement and `Performance.recordSpans` share one transaction.
  *
  * The entity runs one commit of an organization at a time, so the counter rows are never
  * contended; their rows are still sorted (see `CommitPlan`) should two ever meet.
@@ -106,7 +109,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             WHERE org_id = ${orgId} AND fingerprint = ANY(${fingerprints as Array<string>})`
 
       const write = (orgId: string, plan: CommitPlan, window: SamplingWindow) =>
-        sql.withTransaction(Effect.gen(function*() {
+        Effect.gen(function*() {
           const events = eventColumns(plan.kept)
           // One statement for every row kind (a round trip each cost more than the rows). Its
           // parts run in one order for every commit: the uncontended stacks and events first
@@ -114,7 +117,7 @@ export class IngestWriter extends Context.Service<IngestWriter, {
           // distinct users and issues (the main query), then releases and the sampling window
           // (run after it). Rows of each kind are sorted by key, so concurrent commits take
           // their row locks in one order, and the contended counter rows are locked late.
-          const upserted = yield* sql<{ id: string; inserted: boolean; regressed: boolean }>`
+          const statement = sql<{ id: string; inserted: boolean; regressed: boolean }>`
             WITH stacks AS (
               INSERT INTO observe_stacks (org_id, id, frames)
               SELECT ${orgId}, v.id, v.frames
@@ -161,7 +164,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               FROM json_to_recordset(${JSON.stringify(plan.users)}::json) AS u(issue_id text, user_key text)
               ON CONFLICT DO NOTHING
               RETURNING issue_id
-            ), new_users AS (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id)
+            ), new_users AS (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id),
+            upserted AS (
             INSERT INTO observe_issues AS i (id, org_id, fingerprint, title, type, culprit, level, count, users,
               first_seen, last_seen, first_release, last_release, releases, environments)
             SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count, coalesce(n.n, 0),
@@ -189,17 +193,41 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               status = CASE WHEN i.status = 'resolved' THEN 'unresolved' ELSE i.status END,
               resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END,
               regressed_at = CASE WHEN i.status = 'resolved' THEN now() ELSE i.regressed_at END
-            RETURNING id, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed`
-          if (plan.spans.length > 0) yield* performance.recordSpans(orgId, plan.spans)
-
-          const newIssues = upserted.filter((row) => row.inserted).map((row) => row.id)
-          const regressed = upserted.filter((row) => row.regressed).map((row) => row.id)
-          yield* publishAll([
-            ...newIssues.map((issueId) => IssueCreatedEvent.make(orgId, { issueId })),
-            ...regressed.map((issueId) => IssueRegressedEvent.make(orgId, { issueId }))
-          ])
+            RETURNING id, fingerprint, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed
+            ), appended AS (
+              -- The domain events as publishAll appends them: created issues, then reopened ones.
+              INSERT INTO domain_events (type, org_id, data)
+              SELECT CASE WHEN u.inserted THEN ${IssueCreatedEvent.type} ELSE ${IssueRegressedEvent.type} END, ${orgId},
+                jsonb_build_object('issueId', u.id)
+              FROM upserted u
+              WHERE u.inserted OR u.regressed
+              ORDER BY u.inserted DESC, u.fingerprint
+              RETURNING 1
+            )
+            -- NOTIFY is transactional: runners wake when this commits, and only if it appended events
+            -- (every issue's row is returned, so the notification is evaluated whenever there are any).
+            SELECT u.id, u.inserted, u.regressed,
+              (SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) AS n FROM appended) AS done
+                WHERE done.n > 0) IS NULL AS notified
+            FROM upserted u`
+          const upserted = plan.spans.length === 0 ?
+            yield* statement :
+            yield* sql.withTransaction(
+              Effect.tap(statement, () =>
+                performance.recordSpans(orgId, plan.spans).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
+            )
+          const newIssues: Array<string> = []
+          const regressed: Array<string> = []
+          for (const row of upserted) {
+            if (row.inserted) {
+              newIssues.push(row.id)
+            }
+            if (row.regressed) {
+              regressed.push(row.id)
+            }
+          }
           return { newIssues, regressed }
-        })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        })
 
       return IngestWriter.of({ lookupIssues, write })
     })

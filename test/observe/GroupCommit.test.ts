@@ -1,7 +1,8 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Fiber, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { eventually } from "../support/wait.ts"
 import { errorEvent, ingest } from "./support.ts"
 
 /**
@@ -88,5 +89,72 @@ layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("ingest grou
         SELECT release, environment, event_id FROM observe_events
         WHERE org_id = ${org.id} AND message = ${"broke 3"}`.pipe(Effect.orDie)
       expect(withoutRelease).toEqual([{ release: null, environment: null, event_id: null }])
+    }))
+
+  // A commit without spans is one statement run without BEGIN/COMMIT (its own transaction);
+  // with spans, the statement and the spans share a transaction. Either way a failure at the
+  // statement's end (the releases, written after events, issues and domain events) leaves nothing.
+  it.effect("a failed commit leaves nothing written, with or without spans; domain events only when issues open", () =>
+    Effect.gen(function*() {
+      const { baseUrl, sql } = yield* TestApp
+      const { key, org } = yield* bootstrapOrg(baseUrl, { slug: `gc-fail-${process.pid}`, plan: "enterprise" })
+      const span = {
+        level: "span",
+        message: "GET /poison",
+        timestamp: Date.now(),
+        release: "poison",
+        span: { traceId: "t-poison", spanId: "s-poison", name: "GET /poison", durationMs: 3, status: "ok" }
+      }
+      const stored = Effect.gen(function*() {
+        const [row] = yield* sql<{ events: number; issues: number; releases: number; stacks: number; spans: number }>`
+          SELECT (SELECT count(*)::int FROM observe_events WHERE org_id = ${org.id}) AS events,
+            (SELECT count(*)::int FROM observe_issues WHERE org_id = ${org.id}) AS issues,
+            (SELECT count(*)::int FROM observe_releases WHERE org_id = ${org.id}) AS releases,
+            (SELECT count(*)::int FROM observe_stacks WHERE org_id = ${org.id}) AS stacks,
+            (SELECT count(*)::int FROM spans WHERE org_id = ${org.id}) AS spans`
+        const published = yield* sql<{ type: string }>`
+          SELECT type FROM domain_events WHERE org_id = ${org.id} AND type LIKE 'observe.issue.%' ORDER BY id`
+        return { ...row, published: published.map((event) => event.type) }
+      }).pipe(Effect.orDie)
+      const nothing = { events: 0, issues: 0, releases: 0, stacks: 0, spans: 0, published: [] }
+
+      // Refuses release "poison"; each refused attempt takes a number (sequences ignore rollbacks).
+      yield* sql`CREATE SEQUENCE gc_test_attempts`.pipe(Effect.orDie)
+      yield* sql`ALTER TABLE observe_releases ADD CONSTRAINT gc_test_poison
+        CHECK (version <> 'poison' OR nextval('gc_test_attempts') < 0) NOT VALID`.pipe(Effect.orDie)
+      const attempts = sql<{ n: string }>`SELECT last_value AS n FROM gc_test_attempts`.pipe(
+        Effect.map((rows) => Number(rows[0].n)),
+        Effect.orDie
+      )
+      const poisoned = [
+        errorEvent({ type: "A", release: "ok" }),
+        errorEvent({ type: "B", release: "ok", user: "u1" }),
+        errorEvent({ type: "C", release: "poison" })
+      ]
+      // Failed commits are retried (the request waits); none of their attempts leaves a row.
+      const first = yield* Effect.forkChild(ingest(baseUrl, { events: poisoned }, { token: key }))
+      yield* eventually("attempts of the commit without spans", attempts, (n) => n >= 3, { timeoutMs: 30_000 })
+      expect(yield* stored).toEqual(nothing)
+      const second = yield* Effect.forkChild(ingest(baseUrl, { events: [...poisoned, span] }, { token: key }))
+      const before = yield* attempts
+      yield* eventually("attempts with spans", attempts, (n) => n >= before + 3, { timeoutMs: 30_000 })
+      expect(yield* stored).toEqual(nothing)
+
+      yield* sql`ALTER TABLE observe_releases DROP CONSTRAINT gc_test_poison`.pipe(Effect.orDie)
+      // The retries land whole, counted once; each created issue is published once.
+      expect((yield* Fiber.join(first)).status).toBe(202)
+      expect((yield* Fiber.join(second)).status).toBe(202)
+      expect(yield* stored).toMatchObject({ events: 6, issues: 3, releases: 2, stacks: 1, spans: 1 })
+      expect((yield* ingest(baseUrl, { events: poisoned }, { token: key })).status).toBe(202)
+      expect(yield* stored).toEqual({
+        events: 9,
+        issues: 3,
+        releases: 2,
+        stacks: 1,
+        spans: 1,
+        published: ["observe.issue.created", "observe.issue.created", "observe.issue.created"]
+      })
+      const counts = (yield* api(key, "/issues?sort=count")).body.issues.map((issue: any) => [issue.type, issue.count])
+      expect(counts.sort()).toEqual([["A", 3], ["B", 3], ["C", 3]])
     }))
 })
