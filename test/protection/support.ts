@@ -45,11 +45,16 @@ export const gpgKey = (uid: string, algorithm = "ed25519") =>
       return { home, fingerprint, armored }
     }),
     (key) =>
-      // Every component gpg may have started; a socket removed as the agent exits can race the
-      // removal (ENOTEMPTY), which `maxRetries` absorbs.
+      // Every component gpg may have started. The agent writes into its home as it exits, so
+      // the folder is removed once its socket is gone (at most ~5 s), with retries on ENOTEMPTY.
       run("gpgconf", ["--kill", "all"], { PATH: process.env.PATH, GNUPGHOME: key.home }).pipe(
         Effect.ignore,
-        Effect.andThen(Effect.sync(() => Fs.rmSync(key.home, { recursive: true, force: true, maxRetries: 10 })))
+        Effect.andThen(Effect.promise(async () => {
+          for (let i = 0; i < 50 && Fs.existsSync(Path.join(key.home, "S.gpg-agent")); i++) {
+            await new Promise((resolve) => setTimeout(resolve, 100))
+          }
+          Fs.rmSync(key.home, { recursive: true, force: true, maxRetries: 10 })
+        }))
       )
   )
 export type GpgTestKey = Effect.Success<ReturnType<typeof gpgKey>>

@@ -26,8 +26,14 @@ const privateTempFolder = () => {
   process.env.TMPDIR = folder
   return () => {
     const left = Fs.readdirSync(folder).filter((name) => !toolCaches.test(name))
+    // What each left folder holds names the test that left it.
+    const described = left.map((name) => {
+      const path = Path.join(folder, name)
+      const inside = Fs.statSync(path).isDirectory() ? Fs.readdirSync(path, { recursive: true }).join(" ") : ""
+      return inside === "" ? name : `${name} (${inside})`
+    })
     Fs.rmSync(folder, { recursive: true, force: true })
-    if (left.length > 0) throw new Error(`tests left these in the temp folder: ${left.join(", ")}`)
+    if (left.length > 0) throw new Error(`tests left these in the temp folder: ${described.join(", ")}`)
   }
 }
 
