@@ -250,6 +250,53 @@ layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("observe ing
       expect((yield* api(key, `/issues/${issueId}`)).body).toMatchObject({ status: "ignored", count: 3 })
     }))
 
+  it.effect("known issues are updated in place with exact counters; one gone meanwhile is created again", () =>
+    Effect.gen(function*() {
+      const { key, org } = yield* newOrg()
+      const { sql } = yield* TestApp
+      yield* send(key, errorEvent({ release: "1.0.0", environment: "staging", user: "u1" }))
+      const issueId = (yield* api(key, "/issues")).body.issues[0].id
+      const first = (yield* api(key, `/issues/${issueId}`)).body
+      // Known to the entity from here on: each commit updates the row by id.
+      yield* send(key, {
+        events: [
+          errorEvent({ release: "1.1.0", environment: "production", user: "u1" }),
+          errorEvent({ release: "1.2.0", user: "u2" }),
+          { ...errorEvent({ user: "u3" }), level: "warning" }
+        ]
+      })
+      yield* send(key, errorEvent({ release: "1.2.0", user: "u2" }))
+      const updated = (yield* api(key, `/issues/${issueId}`)).body
+      expect(updated).toMatchObject({
+        count: 5,
+        users: 3,
+        level: "error",
+        firstSeen: first.firstSeen,
+        firstRelease: "1.0.0",
+        lastRelease: "1.2.0"
+      })
+      expect(new Date(updated.lastSeen).getTime()).toBeGreaterThan(new Date(first.lastSeen).getTime())
+      expect(updated.releases.toSorted()).toEqual(["1.0.0", "1.1.0", "1.2.0"])
+      expect(updated.environments.toSorted()).toEqual(["production", "staging"])
+      expect((yield* api(key, "/issues")).body.count).toBe(1)
+
+      // Issues go only with their organization; should a known one vanish anyway, its next event recreates it.
+      yield* sql`DELETE FROM observe_issues WHERE id = ${issueId}`.pipe(Effect.orDie)
+      const again = yield* send(key, errorEvent({ release: "2.0.0", user: "u9" }))
+      expect(again.status).toBe(202)
+      expect((yield* api(key, `/issues/${issueId}`)).body).toMatchObject({
+        count: 1,
+        users: 1,
+        firstRelease: "2.0.0",
+        status: "unresolved"
+      })
+      expect(yield* storedEvents(org.id)).toBe(1)
+      const created = yield* sql<{ n: number }>`
+        SELECT count(*)::int AS n FROM domain_events WHERE org_id = ${org.id} AND type = 'observe.issue.created'`
+        .pipe(Effect.orDie)
+      expect(created[0].n).toBe(2)
+    }))
+
   it.effect("issue filters and sorts", () =>
     Effect.gen(function*() {
       const { key } = yield* newOrg()
