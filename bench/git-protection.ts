@@ -41,6 +41,12 @@ interface CpuSample {
   readonly client: number
 }
 
+/** One timed push: its wall time and the CPU it cost. */
+interface Push {
+  readonly ms: number
+  readonly cpu: CpuSample
+}
+
 export const benchProtection = async (input: ProtectionBenchInput) => {
   const { adminToken, baseUrl, dir, org } = input
   const api = (method: string, path: string, body: unknown, token: string) =>
@@ -127,8 +133,8 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
     { branchPattern: "feature/*", requirePullRequest: false, requireLinearHistory: true, requireSignedCommits: true },
     { branchPattern: "**", requirePullRequest: false, requiredApprovals: 2 }
   ]
-  const plain: Array<{ ms: number; cpu: CpuSample }> = []
-  const guarded: Array<{ ms: number; cpu: CpuSample }> = []
+  const plain: Array<Push> = []
+  const guarded: Array<Push> = []
   for (let round = 0; round < ROUNDS; round++) {
     // Alternate the order so a warming server favours neither side.
     if (round % 2 === 0) {
@@ -140,7 +146,7 @@ export const benchProtection = async (input: ProtectionBenchInput) => {
     }
   }
   await exec("gpgconf", ["--kill", "gpg-agent"], gpgEnv).catch(() => undefined)
-  const row = (step: string, pushes: ReadonlyArray<{ ms: number; cpu: CpuSample }>, baselineMs: number) => {
+  const row = (step: string, pushes: ReadonlyArray<Push>, baselineMs: number) => {
     const ms = median(pushes.map((push) => push.ms))
     const mean = (of: (cpu: CpuSample) => number) =>
       (pushes.reduce((total, push) => total + of(push.cpu), 0) / pushes.length).toFixed(1)

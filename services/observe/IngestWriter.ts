@@ -3,7 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
-import { EVENTS_CHANNEL } from "../platform/Events.ts"
+import { notifySql } from "../platform/Events.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
 import { Performance } from "./Performance.ts"
@@ -204,11 +204,8 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               ORDER BY u.inserted DESC, u.fingerprint
               RETURNING 1
             )
-            -- NOTIFY is transactional: runners wake when this commits, and only if it appended events
-            -- (every issue's row is returned, so the notification is evaluated whenever there are any).
-            SELECT u.id, u.inserted, u.regressed,
-              (SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) AS n FROM appended) AS done
-                WHERE done.n > 0) IS NULL AS notified
+            -- Every issue's row is returned, so the notification is evaluated whenever events were appended.
+            SELECT u.id, u.inserted, u.regressed, ${notifySql(sql, "appended")} AS notified
             FROM upserted u`
           const upserted = plan.spans.length === 0 ?
             yield* statement :
@@ -216,17 +213,12 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               Effect.tap(statement, () =>
                 performance.recordSpans(orgId, plan.spans).pipe(Effect.provideService(SqlClient.SqlClient, sql)))
             )
-          const newIssues: Array<string> = []
-          const regressed: Array<string> = []
-          for (const row of upserted) {
-            if (row.inserted) {
-              newIssues.push(row.id)
-            }
-            if (row.regressed) {
-              regressed.push(row.id)
-            }
+          return {
+            newIssues: upserted.flatMap((row) =>
+              row.inserted ? [row.id] : []
+            ),
+            regressed: upserted.flatMap((row) => row.regressed ? [row.id] : [])
           }
-          return { newIssues, regressed }
         })
 
       return IngestWriter.of({ lookupIssues, write })

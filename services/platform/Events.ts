@@ -104,10 +104,11 @@ export const appendStatement = (
 
 /**
  * The select list entry that wakes every runner once the statement's transaction commits
- * (NOTIFY is transactional), after the CTE named `appended` ran.
+ * (NOTIFY is transactional), after the CTE named `appended` ran, if it appended any event.
  */
 export const notifySql = (sql: SqlClient.SqlClient, appended: string) =>
-  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) FROM ${sql(appended)}) AS done) IS NULL`
+  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) AS n FROM ${sql(appended)}) AS done
+    WHERE done.n > 0) IS NULL`
 
 /**
  * Appends events to the outbox in order. Run it inside the caller's `sql.withTransaction`
