@@ -76,6 +76,13 @@ export const attemptOutcome = (
   return { ok, record }
 }
 
+/**
+ * How long a stopping webhook (shutdown, shard moved) lets its request in flight finish. A
+ * receiver answers in milliseconds, so a graceful stop rarely costs a delivery an attempt;
+ * one that hangs no longer holds the stop for the cluster's whole termination timeout.
+ */
+export const STOP_GRACE_MS = 2_000
+
 /** How far a batch got, shared by `sendRun` and the Dispatcher (which settles and resumes). */
 export interface RunProgress {
   /** The index of the delivery in flight or last sent; `batch.length` once every one was sent. */
@@ -88,8 +95,10 @@ export interface RunProgress {
  * same URL), each request is a plain callback, and each success of a webhook that is not
  * failing is pushed to `done`. Stops at the end of the batch, or at the first outcome that is
  * not such a success, which it returns (the Dispatcher logs it at once: it decides retries
- * and the failure streak). Interruption cancels the request in flight; `progress.started`
- * then says which deliveries were never started.
+ * and the failure streak). Interruption (the webhook stopping) starts no further request and
+ * gives the one in flight `STOP_GRACE_MS` to finish: a success then joins `done` (logged by
+ * the caller), anything else is cancelled and keeps its claim, so it is retried on schedule.
+ * `progress.started` then says which deliveries were never started.
  */
 export const sendRun = (
   guard: OutboundGuardShape,
@@ -107,6 +116,8 @@ export const sendRun = (
     const resolved = url instanceof URL ? yield* Effect.result(guard.resolve(url.hostname)) : undefined
     return yield* Effect.callback<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined>((resume) => {
       let cancel: (() => void) | undefined
+      // Set once the webhook is stopping: called when the request in flight settles.
+      let stopped: (() => void) | undefined
       const next = (): void => {
         if (progress.started >= batch.length) return resume(Effect.succeed(undefined))
         const claimed = batch[progress.started]
@@ -115,6 +126,11 @@ export const sendRun = (
         const settle = (result: SendResult) => {
           cancel = undefined
           const outcome = attemptOutcome(target, claimed, now, request, result, delays)
+          if (stopped !== undefined) {
+            // `progress.started` stays on it: the caller logs `done` and gives back only what follows.
+            if (outcome.ok && target.failingSince === null) done.push(outcome.record)
+            return stopped()
+          }
           if (!outcome.ok || target.failingSince !== null) return resume(Effect.succeed(outcome))
           done.push(outcome.record)
           progress.started++
@@ -128,6 +144,16 @@ export const sendRun = (
         cancel = post(guard, url, resolved.success, request, timeoutMs, agents, settle)
       }
       next()
-      return Effect.sync(() => cancel?.())
+      return Effect.callback<void>((resumeStop) => {
+        if (cancel === undefined) return resumeStop(Effect.void)
+        const abandon = setTimeout(() => {
+          cancel?.()
+          resumeStop(Effect.void)
+        }, STOP_GRACE_MS)
+        stopped = () => {
+          clearTimeout(abandon)
+          resumeStop(Effect.void)
+        }
+      })
     })
   })

@@ -43,7 +43,8 @@ const sharedDataDir = Effect.acquireRelease(
   (dir) => Effect.sync(() => Fs.rmSync(dir, { recursive: true, force: true }))
 )
 
-describe("webhook delivery", () => {
+// Concurrent: three of these wait out a real 10 s retry interval, each with an app of its own.
+describe.concurrent("webhook delivery", () => {
   it.live(
     "retries a receiver that fails once, after retryIntervalSeconds, with the same delivery id",
     () =>

@@ -10,10 +10,13 @@ export interface Received {
 }
 
 /**
- * A real HTTP receiver on loopback. `respond` picks each answer: a status, or "hang" (never
- * answer). Records every request with its exact body bytes.
+ * A real HTTP receiver on loopback. `respond` picks each answer: a status, "hang" (never
+ * answer), or a promise of a status (answered when the test settles it). Records every
+ * request with its exact body bytes.
  */
-export const startReceiver = (respond: (request: Received, index: number) => number | "hang" = () => 200) =>
+export const startReceiver = (
+  respond: (request: Received, index: number) => number | "hang" | Promise<number> = () => 200
+) =>
   Effect.acquireRelease(
     Effect.callback<{ server: Http.Server; received: Array<Received> }>((resume) => {
       const received: Array<Received> = []
@@ -25,9 +28,13 @@ export const startReceiver = (respond: (request: Received, index: number) => num
           received.push(request)
           const answer = respond(request, received.length - 1)
           if (answer === "hang") return
-          res.statusCode = answer
-          res.setHeader("content-type", "text/plain")
-          res.end(answer < 300 ? "thanks" : "nope")
+          const send = (status: number) => {
+            res.statusCode = status
+            res.setHeader("content-type", "text/plain")
+            res.end(status < 300 ? "thanks" : "nope")
+          }
+          if (typeof answer === "number") send(answer)
+          else void answer.then(send)
         })
       })
       server.listen(0, "127.0.0.1", () => resume(Effect.succeed({ server, received })))
