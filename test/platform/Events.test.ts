@@ -35,8 +35,18 @@ describe("Events", () => {
     Effect.gen(function*() {
       const url = yield* createTestDatabase
       const a = yield* startRunner(url)
-      // Committed before B starts: neither B's live stream nor a `from: "now"` consumer sees it.
+      // Committed before B starts: neither B's live stream nor a `from: "now"` consumer sees it,
+      // once it is below the horizon of the whole Postgres server (a transaction another test
+      // file holds open keeps the horizon back, and readers start below it).
       yield* a.run(publishCommitted("old", { n: 0 }))
+      yield* a.run(eventually(
+        "the old event below the server's horizon",
+        Effect.flatMap(SqlClient.SqlClient, (sql) =>
+          sql<{ below: boolean }>`
+            SELECT tx < pg_snapshot_xmin(pg_current_snapshot())::text::bigint AS below
+            FROM domain_events WHERE type = 'old'`),
+        (rows) => rows[0]?.below === true
+      ))
       // B polls only once a minute: delivery well within that proves the NOTIFY wake-up (the
       // deadline is generous because a transaction open anywhere on the server holds readers back).
       const b = yield* startRunner(url, { pollInterval: "1 minute" })
