@@ -237,6 +237,11 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
         yield* nextWake(liveWaker, waiting.after(read.held))
         since = performance.now()
         yield* paced
+      } else {
+        // More is waiting, possibly in the shared window already (no round trip): let the
+        // subscribers take this read first. A queue hands its messages to a waiting taker on
+        // a later tick, so slices offered back to back would overflow a buffer of one read.
+        yield* Effect.yieldNow
       }
     }
   }).pipe(Effect.forkScoped)

@@ -449,6 +449,36 @@ describe("Events", () => {
       expect(orgs.map((o) => o.id)).toEqual(["org_flaky"])
     }))
 
+  it.live("a burst larger than a subscriber's buffer, committed at once, reaches a subscriber that keeps up", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url, { liveBufferSize: 4 })
+      const seen: Array<DomainEvent> = []
+      // How the subscriber's stream ended, if it did (EventsLagged when a read overflowed it).
+      let ended: Exit.Exit<void, unknown> | undefined
+      yield* runner.run(Effect.forkScoped(
+        Stream.runForEach(runner.events.live, (event) => Effect.sync(() => seen.push(event))).pipe(
+          Effect.onExit((exit) => Effect.sync(() => ended = exit))
+        )
+      ))
+      // The stream subscribes when it starts running: probe until it sees an event.
+      yield* Effect.gen(function*() {
+        while (seen.length === 0) {
+          yield* runner.run(publishCommitted("probe", {}))
+          yield* Effect.sleep("100 millis")
+        }
+      }).pipe(
+        Effect.timeoutOrElse({ duration: "60 seconds", orElse: () => Effect.die(new Error("live never started")) })
+      )
+
+      // One transaction: one read brings all twelve, handed out four at a time.
+      yield* runner.run(runner.events.publishAll(Array.from({ length: 12 }, (_, n) => ({ type: "burst", data: n }))))
+      const burst = () => seen.filter((event) => event.type === "burst").map((event) => event.data)
+      yield* waitUntil("the whole burst", () => burst().length === 12 || ended !== undefined)
+      expect(ended).toBeUndefined()
+      expect(burst()).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11])
+    }))
+
   it.live("a slow live subscriber fails with EventsLagged without holding up the others", () =>
     Effect.gen(function*() {
       const url = yield* createTestDatabase

@@ -30,8 +30,12 @@ export const startRunner = Effect.fnUntraced(function*(url: string, options?: Ev
   }
 })
 
-/** Polls `condition` until it holds; fails the test after `timeout` instead of hanging. */
-export const waitUntil = (label: string, condition: () => boolean, timeout: Duration.Input = "10 seconds") =>
+/**
+ * Polls `condition` until it holds; fails the test after `timeout` instead of hanging. The
+ * default is generous: readers stop below the horizon of the whole Postgres server, which a
+ * transaction of another test file can hold back for a while.
+ */
+export const waitUntil = (label: string, condition: () => boolean, timeout: Duration.Input = "30 seconds") =>
   Effect.gen(function*() {
     while (!condition()) yield* Effect.sleep("20 millis")
   }).pipe(
