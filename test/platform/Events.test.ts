@@ -30,6 +30,20 @@ const publishCommitted = (type: string, data: unknown) =>
     }))
   })
 
+/**
+ * A live stream subscribes when it starts running: publishes probes until `seen` (what the
+ * stream collects) gets one. Generous deadline: readers wait for the server-wide horizon.
+ */
+const probeUntilLive = (runner: Effect.Success<ReturnType<typeof startRunner>>, seen: ReadonlyArray<unknown>) =>
+  Effect.gen(function*() {
+    while (seen.length === 0) {
+      yield* runner.run(publishCommitted("probe", {}))
+      yield* Effect.sleep("100 millis")
+    }
+  }).pipe(
+    Effect.timeoutOrElse({ duration: "60 seconds", orElse: () => Effect.die(new Error("live never started")) })
+  )
+
 describe("Events", () => {
   it.live("an event committed on runner A reaches live subscribers and consumers on runner B", () =>
     Effect.gen(function*() {
@@ -461,15 +475,7 @@ describe("Events", () => {
           Effect.onExit((exit) => Effect.sync(() => ended = exit))
         )
       ))
-      // The stream subscribes when it starts running: probe until it sees an event.
-      yield* Effect.gen(function*() {
-        while (seen.length === 0) {
-          yield* runner.run(publishCommitted("probe", {}))
-          yield* Effect.sleep("100 millis")
-        }
-      }).pipe(
-        Effect.timeoutOrElse({ duration: "60 seconds", orElse: () => Effect.die(new Error("live never started")) })
-      )
+      yield* probeUntilLive(runner, seen)
 
       // One transaction: one read brings all twelve, handed out four at a time.
       yield* runner.run(runner.events.publishAll(Array.from({ length: 12 }, (_, n) => ({ type: "burst", data: n }))))
@@ -488,15 +494,7 @@ describe("Events", () => {
       yield* runner.run(
         Effect.forkScoped(Stream.runForEach(runner.events.live, (event) => Effect.sync(() => fast.push(event))))
       )
-      // The stream subscribes when it starts running: probe until it sees an event.
-      yield* Effect.gen(function*() {
-        while (fast.length === 0) {
-          yield* runner.run(publishCommitted("probe", {}))
-          yield* Effect.sleep("100 millis")
-        }
-      }).pipe(
-        Effect.timeoutOrElse({ duration: "10 seconds", orElse: () => Effect.die(new Error("live never started")) })
-      )
+      yield* probeUntilLive(runner, fast)
 
       for (let n = 0; n < 10; n++) {
         yield* runner.run(runner.events.publish({ type: "burst", data: { n } }))
