@@ -16,6 +16,7 @@ import observeEventReferences from "./0016_observe_event_references.ts"
 import webhookLogLean from "./0017_webhook_log_lean.ts"
 import observeHotCounters from "./0018_observe_hot_counters.ts"
 import webhookQueue from "./0019_webhook_queue.ts"
+import observeIssuePending from "./0020_observe_issue_pending.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -36,5 +37,6 @@ export const migrations = {
   "0016_observe_event_references": observeEventReferences,
   "0017_webhook_log_lean": webhookLogLean,
   "0018_observe_hot_counters": observeHotCounters,
-  "0019_webhook_queue": webhookQueue
+  "0019_webhook_queue": webhookQueue,
+  "0020_observe_issue_pending": observeIssuePending
 }

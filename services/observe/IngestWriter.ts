@@ -13,10 +13,10 @@ import type { SamplingWindow } from "./Sampling.ts"
  * One group commit of an organization's ingest entity (a `CommitPlan`) in one statement
  * whatever the number of events (events travel as one typed array per column, expanded by
  * `unnest`; the other kinds, few rows each, as one JSON document per kind, expanded by
- * `json_to_recordset`): new stacks, kept events, distinct users, issues (every event
- * counts; a resolved issue regresses), `observe.issue.created` / `observe.issue.regressed`
- * for the issues the upsert created or reopened (appended to the outbox by the statement,
- * with its NOTIFY only when there are any), releases, the sampling window. Without spans
+ * `json_to_recordset`): new stacks, kept events, distinct users, new issues (inserted, with
+ * `observe.issue.created` appended to the outbox by the statement, with its NOTIFY only when
+ * there are any), the counter deltas of the issues that exist (one buffered row, folded into
+ * the issue rows later in bulk: `IssueFold.ts`), releases, the sampling window. Without spans
  * that statement is the whole commit and runs alone, atomic as its own transaction: no
  * `BEGIN` and `COMMIT` round trips, each of which waited for a busy event loop. With spans,
  * the statement and `Performance.recordSpans` share one transaction.
@@ -32,6 +32,24 @@ const issueJson = (issue: IssueDelta, ord: number) => ({
   releases: [...issue.releases],
   environments: [...issue.environments]
 })
+
+/**
+ * The counter deltas of the issues the entity knows exist, as buffered for the fold
+ * (`IssueFold.ts` reads these keys); null when there are none.
+ */
+const knownDeltasJson = (issues: ReadonlyArray<IssueDelta>): string | null => {
+  const known = issues.filter((issue) => !issue.isNew)
+  return known.length === 0 ? null : JSON.stringify(known.map((issue) => ({
+    id: issue.id,
+    count: issue.count,
+    level: issue.level,
+    last: issue.last,
+    firstRelease: issue.firstRelease,
+    lastRelease: issue.lastRelease,
+    releases: [...issue.releases],
+    environments: [...issue.environments]
+  })))
+}
 
 const textArray = (values: Array<string | null>) => pgArray(values, PgTypes.OID.text)
 const float8Array = (values: Array<number>) => pgArray(values, PgTypes.OID.float8)
@@ -111,14 +129,23 @@ export class IngestWriter extends Context.Service<IngestWriter, {
       const write = (orgId: string, plan: CommitPlan, window: SamplingWindow) =>
         Effect.gen(function*() {
           const events = eventColumns(plan.kept)
+          const knownIds = plan.issues.flatMap((issue) => issue.isNew ? [] : [issue.id])
+          const knownDeltas = knownDeltasJson(plan.issues)
           // One statement for every row kind (a round trip each cost more than the rows). Its
           // parts run in one order for every commit: the uncontended stacks and events first
           // (the main query's one-time filter counts them, so it waits for them), then the
-          // distinct users and issues (the main query), then releases and the sampling window
-          // (run after it). Rows of each kind are sorted by key, so concurrent commits take
-          // their row locks in one order, and the contended counter rows are locked late.
+          // distinct users and new issues (the main query), then releases and the sampling
+          // window (run after it). Rows of each kind are sorted by key, so concurrent commits
+          // take their row locks in one order, and the contended counter rows are locked late.
+          // Known issues' rows are not written: their deltas go to one buffered row, unless the
+          // row is missing (issues go only with their organization; should one vanish anyway),
+          // which the upsert creates again from the commit's own delta.
           const statement = sql<{ id: string; inserted: boolean; regressed: boolean }>`
-            WITH stacks AS (
+            WITH missing AS (
+              SELECT coalesce(array_agg(k.id), '{}') AS ids
+              FROM unnest(${textArray(knownIds)}::text[]) AS k(id)
+              WHERE NOT EXISTS (SELECT 1 FROM observe_issues i WHERE i.id = k.id)
+            ), stacks AS (
               INSERT INTO observe_stacks (org_id, id, frames)
               SELECT ${orgId}, v.id, v.frames
               FROM json_to_recordset(${stacksJson(plan.stacks)}::json) AS v(id text, frames json)
@@ -165,7 +192,16 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               ON CONFLICT DO NOTHING
               RETURNING issue_id
             ), new_users AS (SELECT issue_id, count(*) AS n FROM seen GROUP BY issue_id),
-            upserted AS (
+            pending AS (
+              -- First sightings of users of known issues are counted by the fold (one id each).
+              INSERT INTO observe_issue_pending (org_id, deltas, users, missing)
+              SELECT ${orgId}, ${knownDeltas}::json,
+                (SELECT coalesce(array_agg(s.issue_id), '{}') FROM seen s
+                  WHERE s.issue_id = ANY(${textArray(knownIds)}::text[]) AND NOT s.issue_id = ANY(m.ids)),
+                m.ids
+              FROM missing m
+              WHERE ${knownDeltas !== null}
+            ), upserted AS (
             INSERT INTO observe_issues AS i (id, org_id, fingerprint, title, type, culprit, level, count, users,
               first_seen, last_seen, first_release, last_release, releases, environments)
             SELECT v.id, ${orgId}, v.fingerprint, v.title, v.type, v.culprit, v.level, v.count, coalesce(n.n, 0),
@@ -174,9 +210,10 @@ export class IngestWriter extends Context.Service<IngestWriter, {
             FROM json_to_recordset(${JSON.stringify(plan.issues.map(issueJson))}::json)
               AS v(id text, fingerprint text, title text, type text, culprit text, level text,
                 count bigint, first float8, last float8, "firstRelease" text, "lastRelease" text, releases text[],
-                environments text[], ord int)
+                environments text[], "isNew" boolean, ord int)
             LEFT JOIN new_users n ON n.issue_id = v.id
             WHERE (SELECT count(*) FROM stacks) + (SELECT count(*) FROM events) >= 0
+              AND (v."isNew" OR EXISTS (SELECT 1 FROM missing m WHERE v.id = ANY(m.ids)))
             ORDER BY v.ord
             ON CONFLICT (org_id, fingerprint) DO UPDATE SET
               count = i.count + EXCLUDED.count,

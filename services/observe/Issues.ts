@@ -10,11 +10,14 @@ import {
   type StoredEvent
 } from "../../schemas/Observe.ts"
 import { publish } from "../platform/Events.ts"
+import { foldIssueCounters } from "./IssueFold.ts"
 
 /**
  * Reading what ingestion wrote (GUIDE §7): issues with their counters, their kept
  * events, single events and releases; and changing an issue's status. Another
- * organization's issue, event or release answers 404.
+ * organization's issue, event or release answers 404. Counters are buffered by ingestion
+ * (`IssueFold.ts`): every read of issues and every status change folds them first, so a read
+ * after a 202 shows that event counted.
  */
 
 interface IssueRow {
@@ -141,8 +144,10 @@ export class Issues extends Context.Service<Issues, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const issueNotFound = (id: string) => new NotFound({ message: `Issue '${id}' not found` })
+      const fold = (orgId: string) => foldIssueCounters(sql, orgId).pipe(Effect.orDie)
 
       const list = Effect.fn("Issues.list")(function*(orgId: string, query: ListIssuesQuery) {
+        yield* fold(orgId)
         const filters = [
           sql`org_id = ${orgId}`,
           ...(query.status === undefined ? [] : [sql`status = ${query.status}`]),
@@ -166,6 +171,7 @@ export class Issues extends Context.Service<Issues, {
       })
 
       const get = Effect.fn("Issues.get")(function*(orgId: string, id: string) {
+        yield* fold(orgId)
         const rows = yield* sql<IssueRow>`SELECT * FROM observe_issues WHERE id = ${id} AND org_id = ${orgId}`.pipe(
           Effect.orDie
         )
@@ -175,6 +181,8 @@ export class Issues extends Context.Service<Issues, {
 
       const setStatus = Effect.fn("Issues.setStatus")(function*(orgId: string, id: string, status: IssueStatus) {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
+          // Events committed before the change are folded before it: they never regress a resolve.
+          yield* foldIssueCounters(sql, orgId)
           const rows = yield* sql<IssueRow>`
             UPDATE observe_issues SET status = ${status},
               resolved_at = CASE WHEN ${status} = 'resolved' THEN coalesce(resolved_at, now()) ELSE NULL END

@@ -7,6 +7,7 @@ import { type CommitPlan, planCommit, userPairKey } from "../../services/observe
 import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestClock } from "../../services/observe/IngestClock.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
+import { foldIssueCounters } from "../../services/observe/IssueFold.ts"
 import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../services/observe/Sampling.ts"
 import { SpikeDetector } from "../../services/observe/Spikes.ts"
 
@@ -26,6 +27,11 @@ import { SpikeDetector } from "../../services/observe/Spikes.ts"
  *
  * The sampling window lives here (in memory, written with every commit) so every
  * runner's requests are sampled against one count.
+ *
+ * Counters of issues that exist are buffered by each commit (`observe_issue_pending`); a
+ * folder fiber folds them into the issue rows at most once per `foldEvery`, after commits
+ * and once at start (rows a crash left), so many commits share one update per issue.
+ * Readers fold too before they read (`Issues`), so they never wait for it.
  */
 
 export const EventQuota = Schema.Struct({
@@ -67,6 +73,8 @@ export const IngestStream = Entity.make("IngestStream", [Ingest])
 const maxEventsPerCommit = 2000
 /** Fingerprints whose issue id is remembered; past this the memory starts over. */
 const maxKnownFingerprints = 100_000
+/** The least time between two folds of the buffered issue counters by the entity. */
+const foldEvery = "1 second"
 /** Stack ids and issue × user pairs remembered as committed; past this the memory starts over. */
 const maxRememberedRows = 200_000
 
@@ -198,10 +206,25 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
         }
         window = current
         remember(plan)
+        if (plan.issues.some((issue) => !issue.isNew)) Queue.offerUnsafe(foldWake, undefined)
         // Spikes before answering: a client that saw 202 can already see the alert it caused.
         yield* detectSpikes(plan)
         yield* finish(batch, Exit.succeed(current))
       })
+
+    // One folder: a fold at start, then after commits, at most one per `foldEvery` (it runs
+    // beside the committer: commits never write the rows a fold updates).
+    const foldWake = yield* Queue.sliding<void>(1)
+    Queue.offerUnsafe(foldWake, undefined)
+    yield* Queue.take(foldWake).pipe(
+      Effect.andThen(foldIssueCounters(sql, orgId)),
+      Effect.catchCause((cause) =>
+        Effect.logWarning("IngestStream: fold failed", cause).pipe(Effect.annotateLogs({ orgId }))
+      ),
+      Effect.andThen(Effect.sleep(foldEvery)),
+      Effect.forever,
+      Effect.forkScoped
+    )
 
     // One committer: each commit takes everything pending when the previous one ends, so
     // batches grow with the load (no timer) and commits never wait on each other's row
