@@ -1,5 +1,5 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { ConfigProvider, Context, Effect, Layer } from "effect"
 import type { Sharding } from "effect/cluster"
 import type { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -10,8 +10,14 @@ import { Repository } from "../../src/entities/Repository.ts"
 import { request, startApp } from "../support/app.ts"
 import { commit, createRepo, type GitClient, gitClient } from "./gitClient.ts"
 
-// A cache too small for two repositories: each use evicts the other (idle) one.
-process.env.GIT_CACHE_MAX_BYTES = "1"
+/**
+ * A cache too small for two repositories: each use evicts the other (idle) one. Given to
+ * this app alone (test files share a worker's process and its default config provider).
+ */
+const tinyCache = Context.make(
+  ConfigProvider.ConfigProvider,
+  ConfigProvider.fromEnv({ env: { ...(process.env as Record<string, string>), GIT_CACHE_MAX_BYTES: "1" } })
+)
 
 class TestApp extends Context.Service<TestApp, {
   readonly baseUrl: string
@@ -20,7 +26,10 @@ class TestApp extends Context.Service<TestApp, {
 }>()("test/git/RepositoryEntityApp") {}
 const TestAppLive = Layer.effect(
   TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, context: app.context as any }))
+  Effect.map(
+    startApp(undefined, tinyCache),
+    (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, context: app.context as any })
+  )
 )
 
 let counter = 0
