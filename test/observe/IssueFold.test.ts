@@ -94,6 +94,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("buffered is
       })
     }))
 
+  it.effect("rows a crash left behind are folded when the organization's ingest entity starts, with no read", () =>
+    Effect.gen(function*() {
+      const { sql } = yield* TestApp
+      const org = yield* newOrg
+      // An issue and a buffered row as a runner that died after a commit leaves them; no entity runs yet.
+      const issueId = `grp_crash${orgCounter}`
+      yield* sql`
+        INSERT INTO observe_issues (id, org_id, fingerprint, title, level, count, first_seen, last_seen)
+        VALUES (${issueId}, ${org.org.id}, ${`fp-${issueId}`}, 'TypeError: left behind', 'error', 1, now(), now())`
+        .pipe(Effect.orDie)
+      yield* buffer(org.org.id, issueId, { count: 4, release: "3.0.0", users: 1 })
+      // Any event starts the entity (a new issue: its commit does not wake the folder).
+      expect((yield* send(org.key, errorEvent({ type: "Unrelated" }))).status).toBe(202)
+      const folded = yield* eventually("buffered row folded at start", storedIssue(issueId), (row) => row.count === 5)
+      expect(folded.users).toBe(1)
+    }))
+
   it.effect("a read folds what is buffered first: every field exact, and each buffered row applied once", () =>
     Effect.gen(function*() {
       const { key, org, issueId } = yield* orgWithIssue
