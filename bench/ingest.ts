@@ -2,10 +2,11 @@
  * `npm run bench:ingest`: realistic error events (8–20 frames, tags, breadcrumbs, user,
  * release; 200 distinct stacks) posted to `POST /api/v1/observe/ingest` of a Canopy
  * process (`src/main.ts` on a temporary embedded Postgres) by a keep-alive load
- * generator on loopback:
+ * generator on loopback (autocannon, a fresh event in every request):
  *   (a) batches of 100 events per request, (b) one event per request;
  * measuring acknowledged events/s and request latency p50/p99, then checking that the
- * stored count equals the acknowledged count (enterprise plan: nothing is sampled).
+ * organization's stored events are exactly the acknowledged ones, warm-up and probes included
+ * (enterprise plan: nothing is sampled).
  *
  * Baseline in the same run: the same payloads inserted straight into the same Postgres
  * with multi-row `INSERT`s of 100 rows (`id`, `payload jsonb`), from as many concurrent
@@ -26,9 +27,9 @@
  * default 4,32), SINGLE_CONNECTIONS (default 64).
  */
 import { PgClient } from "@effect/sql-pg"
+import autocannon from "autocannon"
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
-import * as Http from "node:http"
 import { loadAverage, measured, postgresCpuMs } from "./cpu.ts"
 import { percentile, printTable, startCanopyOnEmbeddedPostgres, stop } from "./support.ts"
 
@@ -86,77 +87,75 @@ const makeEvent = () => {
 }
 
 // ---------------------------------------------------------------------------
-// Load generator: keep-alive node:http, one request in flight per connection
+// Load generator: autocannon (as bench:api and bench:status use), one request in flight per
+// connection, a fresh event in every request. It shares the two cores with the server and
+// Postgres, so it has to be light: `node:http` requests cost it ~125 µs each here, autocannon's
+// prebuilt requests and parser a fraction of that (docs/decisions.md, "Observe: the load
+// generator"). A phase sends a fixed number of requests (sized from a short probe to last
+// `durationSeconds`) rather than stopping at a deadline: every request sent is answered and
+// counted, so the stored count can be checked against the acknowledged one exactly.
 // ---------------------------------------------------------------------------
 
 interface Phase {
   readonly acknowledged: number
   readonly eventsPerSecond: number
-  readonly latencies: Array<number>
+  readonly p50: number
+  readonly p99: number
   readonly failures: number
   /** This process's CPU: building the events and sending them (the baseline's equivalent is its own process). */
   readonly clientCpuMs: number
   readonly loadAverage: number
 }
 
-const drive = async (
+const bodyOf = (eventsPerRequest: number) =>
+  eventsPerRequest === 1
+    ? JSON.stringify(makeEvent())
+    : JSON.stringify({ events: Array.from({ length: eventsPerRequest }, makeEvent) })
+
+/** Sends `requests` requests of `eventsPerRequest` fresh events over `connections` keep-alive connections. */
+const send = (url: string, key: string, connections: number, eventsPerRequest: number, requests: number) =>
+  new Promise<Phase>((resolve, reject) => {
+    const client0 = process.cpuUsage()
+    // autocannon notices the last answer on its next one-second tick: time the answers themselves.
+    const started = performance.now()
+    let lastAnswer = started
+    const instance = autocannon({
+      url,
+      method: "POST",
+      connections: Math.min(connections, requests),
+      pipelining: 1,
+      amount: requests,
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      requests: [{ setupRequest: (request) => ({ ...request, body: bodyOf(eventsPerRequest) }) }]
+    }, (error, result) => {
+      if (error) return reject(error)
+      const seconds = (lastAnswer - started) / 1000
+      const client = process.cpuUsage(client0)
+      const answered = result.statusCodeStats?.["202"]?.count ?? 0
+      resolve({
+        acknowledged: answered * eventsPerRequest,
+        eventsPerSecond: (answered * eventsPerRequest) / seconds,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        failures: result.errors + result.timeouts + (result["2xx"] + result.non2xx - answered),
+        clientCpuMs: (client.user + client.system) / 1000,
+        loadAverage: loadAverage()
+      })
+    })
+    instance.on("response", () => lastAnswer = performance.now())
+  })
+
+/** How many requests of `eventsPerRequest` events make about `durationSeconds` at the rate a short probe reaches. */
+const sizePhase = async (
   url: string,
   key: string,
   connections: number,
   eventsPerRequest: number,
   durationSeconds: number
-): Promise<Phase> => {
-  const agent = new Http.Agent({ keepAlive: true, maxSockets: connections })
-  const target = new URL(url)
-  const latencies: Array<number> = []
-  let acknowledged = 0
-  let failures = 0
-  const post = (body: string) =>
-    new Promise<number>((resolve) => {
-      const request = Http.request({
-        agent,
-        host: target.hostname,
-        port: target.port,
-        path: target.pathname,
-        method: "POST",
-        headers: {
-          authorization: `Bearer ${key}`,
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body)
-        }
-      }, (response) => {
-        response.resume()
-        response.on("end", () => resolve(response.statusCode ?? 0))
-      })
-      request.on("error", () => resolve(0))
-      request.end(body)
-    })
-  const client0 = process.cpuUsage()
-  const started = performance.now()
-  const deadline = started + durationSeconds * 1000
-  await Promise.all(Array.from({ length: connections }, async () => {
-    while (performance.now() < deadline) {
-      const body = eventsPerRequest === 1
-        ? JSON.stringify(makeEvent())
-        : JSON.stringify({ events: Array.from({ length: eventsPerRequest }, makeEvent) })
-      const sent = performance.now()
-      const status = await post(body)
-      latencies.push(performance.now() - sent)
-      if (status === 202) acknowledged += eventsPerRequest
-      else failures++
-    }
-  }))
-  const elapsed = (performance.now() - started) / 1000
-  const client = process.cpuUsage(client0)
-  agent.destroy()
-  return {
-    acknowledged,
-    eventsPerSecond: acknowledged / elapsed,
-    latencies: latencies.sort((a, b) => a - b),
-    failures,
-    clientCpuMs: (client.user + client.system) / 1000,
-    loadAverage: loadAverage()
-  }
+) => {
+  const probe = await send(url, key, connections, eventsPerRequest, connections * 8)
+  const requests = Math.max(connections, Math.round((probe.eventsPerSecond / eventsPerRequest) * durationSeconds))
+  return { requests, probeAcknowledged: probe.acknowledged }
 }
 
 // ---------------------------------------------------------------------------
@@ -234,17 +233,27 @@ const main = async () => {
   const { key } = await admin("/orgs/bench/keys", { username: "bench" })
   const ingestUrl = `${base}/api/v1/observe/ingest`
 
-  await drive(ingestUrl, key, batchConnections[0], 100, 2) // warm-up (JIT, entity activation, issues)
-  const batchedAt = (connections: number) =>
-    measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, connections, 100, seconds))
+  let acknowledged = 0
+  /** One measured phase of about `seconds`, sized by a probe just before it. */
+  const phase = async (connections: number, eventsPerRequest: number) => {
+    const sized = await sizePhase(ingestUrl, key, connections, eventsPerRequest, seconds)
+    const run = await measured(
+      canopy.pid!,
+      pgDir,
+      () => send(ingestUrl, key, connections, eventsPerRequest, sized.requests)
+    )
+    acknowledged += sized.probeAcknowledged + run.acknowledged
+    return run
+  }
+  // Warm-up: JIT, entity activation, issues.
+  acknowledged += (await send(ingestUrl, key, batchConnections[0], 100, 200)).acknowledged
   // Single events right after the first level, on the database that level left (as before the levels existed).
-  const first = await batchedAt(batchConnections[0])
-  const single = await measured(canopy.pid!, pgDir, () => drive(ingestUrl, key, singleConnections, 1, seconds))
-  const batchedRuns = [first, ...await inTurn(batchConnections.slice(1), batchedAt)]
-  const acknowledged = batchedRuns.reduce((total, run) => total + run.acknowledged, single.acknowledged)
-  const warmAcknowledged = await storedCount(pg.url) - acknowledged
+  const first = await phase(batchConnections[0], 100)
+  const single = await phase(singleConnections, 1)
+  const batchedRuns = [first, ...await inTurn(batchConnections.slice(1), (connections) => phase(connections, 100))]
   await stop(canopy)
-  const stored = await storedCount(pg.url) - warmAcknowledged
+  // Every event this organization has is one the load generator had acknowledged: none more, none fewer.
+  const stored = await storedCount(pg.url)
 
   const rawRuns = await inTurn(batchConnections, (connections) => rawInserts(pg.url, pgDir, connections, seconds))
   await close()
@@ -254,8 +263,8 @@ const main = async () => {
   const ingestRow = (name: string, run: (typeof batchedRuns)[number]) => ({
     phase: name,
     "events/s": run.eventsPerSecond,
-    "p50 ms": percentile(run.latencies, 50),
-    "p99 ms": percentile(run.latencies, 99),
+    "p50 ms": run.p50,
+    "p99 ms": run.p99,
     "failed req": run.failures,
     "server CPU µs/event": perEvent(run.serverCpuMs, run.acknowledged),
     "of it main thread": perEvent(run.serverMainCpuMs, run.acknowledged),
