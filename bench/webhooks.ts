@@ -7,19 +7,22 @@
  * so 10,000 deliveries to 100 webhooks (100 in order per webhook).
  *
  * Reports deliveries/s (first commit to last receipt), commit→receipt latency p50/p99, and,
- * in a second phase, the lateness of scheduled retries: RETRY_HOOKS webhooks
+ * in a last phase, the lateness of scheduled retries: RETRY_HOOKS webhooks
  * (retryIntervalSeconds 10) whose receiver fails the first attempt; lateness = attempt 2's
  * start − (attempt 1's start + 10 s), from the delivery log. The baseline, in the same run, is
  * a bare Node loop posting the same payloads to the same receiver with the same concurrency
  * (one sequential poster per webhook), `node:http` with a keep-alive agent like Canopy's sender
- * (BARE_KEEPALIVE=0: new connections per request, for comparison with older figures).
+ * (BARE_KEEPALIVE=0: new connections per request, for comparison with older figures). The two
+ * take turns for ROUNDS rounds (a fresh burst of EVENTS events each), as `bench:api`'s servers
+ * do, so a spell of load from elsewhere on the machine falls on both sides; the ratio is the
+ * median of the rounds' ratios.
  *
  * Also reports the CPU the Canopy process, Postgres (postmaster and backends) and this process
  * (publisher and receiver; for the bare loop, poster and receiver) spent per delivery in
  * phase 1, from /proc, and the load average: throughput on a shared machine follows the other
  * processes, CPU per delivery much less.
  *
- * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50).
+ * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50), ROUNDS (3).
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Layer, Redacted } from "effect"
@@ -41,6 +44,7 @@ const ORGS = env("ORGS", 100)
 const HOOKS_PER_ORG = env("HOOKS_PER_ORG", 1)
 const BATCH = env("BATCH", 100)
 const RETRY_HOOKS = env("RETRY_HOOKS", 50)
+const ROUNDS = env("ROUNDS", 3)
 const RETRY_INTERVAL = 10
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
@@ -153,74 +157,104 @@ const main = async () => {
       return orgIds
     }
 
-    // --- phase 1: throughput and commit→receipt latency ------------------------------------
     const orgIds = await setUpOrgs("bench", ORGS, (i) => ({
       url: receiver.url(`/org/${i}`),
       events: ["monitor.down"],
       secret: "bench-secret"
     }))
-    console.error(`[bench] ${ORGS} organizations × ${HOOKS_PER_ORG} webhooks; publishing ${EVENTS} events`)
+    console.error(`[bench] ${ORGS} organizations × ${HOOKS_PER_ORG} webhooks; ${ROUNDS} rounds of ${EVENTS} events`)
     const commitsNow = () =>
       Effect.runPromise(sql<{ n: string }>`
         SELECT xact_commit::text AS n FROM pg_stat_database WHERE datname = current_database()`).then((rows) =>
         Number(rows[0].n)
       )
-    const commitsBefore = await commitsNow()
-    const cpu0 = { canopy: cpuMs(canopy.pid!), pg: postgresCpuMs(pgDir), bench: process.cpuUsage() }
-    const committedAt = new Array<number>(EVENTS)
-    const first = performance.now() + performance.timeOrigin
-    for (let start = 0; start < EVENTS; start += BATCH) {
-      const batch = Array.from({ length: Math.min(BATCH, EVENTS - start) }, (_, k) => start + k)
-      await Effect.runPromise(
-        publishAll(batch.map((i) => statusEvent(orgIds[i % ORGS], i))).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql)
-        )
-      )
-      const at = performance.now() + performance.timeOrigin
-      for (const i of batch) committedAt[i] = at
-    }
     const expected = EVENTS * HOOKS_PER_ORG
-    const deadline = Date.now() + 600_000
-    while (receiver.count() < expected && Date.now() < deadline) await sleep(20)
-    const benchCpu = process.cpuUsage(cpu0.bench)
-    const cpu = {
-      canopy: cpuMs(canopy.pid!) - cpu0.canopy,
-      pg: postgresCpuMs(pgDir) - cpu0.pg,
-      bench: (benchCpu.user + benchCpu.system) / 1000
-    }
-    const load = loadAverage()
-    const latencies: Array<number> = []
-    let last = 0
-    for (let i = 0; i < EVENTS; i++) {
-      for (const at of receiver.arrivals.get(`mon_${i}`) ?? []) {
-        latencies.push(at - committedAt[i])
-        last = Math.max(last, at)
+
+    /** One burst through Canopy: events `offset…offset + EVENTS` published, every delivery awaited. */
+    const canopyRound = async (offset: number) => {
+      receiver.reset()
+      const commitsBefore = await commitsNow()
+      const cpu0 = { canopy: cpuMs(canopy.pid!), pg: postgresCpuMs(pgDir), bench: process.cpuUsage() }
+      const committedAt = new Array<number>(EVENTS)
+      const first = performance.now() + performance.timeOrigin
+      for (let start = 0; start < EVENTS; start += BATCH) {
+        const batch = Array.from({ length: Math.min(BATCH, EVENTS - start) }, (_, k) => start + k)
+        await Effect.runPromise(
+          publishAll(batch.map((i) => statusEvent(orgIds[i % ORGS], offset + i))).pipe(
+            Effect.provideService(SqlClient.SqlClient, sql)
+          )
+        )
+        const at = performance.now() + performance.timeOrigin
+        for (const i of batch) committedAt[i] = at
       }
+      const deadline = Date.now() + 600_000
+      while (receiver.count() < expected && Date.now() < deadline) await sleep(20)
+      const benchCpu = process.cpuUsage(cpu0.bench)
+      const cpu = {
+        canopy: cpuMs(canopy.pid!) - cpu0.canopy,
+        pg: postgresCpuMs(pgDir) - cpu0.pg,
+        bench: (benchCpu.user + benchCpu.system) / 1000
+      }
+      const latencies: Array<number> = []
+      let last = 0
+      for (let i = 0; i < EVENTS; i++) {
+        for (const at of receiver.arrivals.get(`mon_${offset + i}`) ?? []) {
+          latencies.push(at - committedAt[i])
+          last = Math.max(last, at)
+        }
+      }
+      if (process.env.DEBUG_PHASES) {
+        const commits = (await commitsNow()) - commitsBefore
+        console.error(
+          `[bench] Postgres commits in a round: ${commits} (${(commits / expected).toFixed(2)} per delivery)`
+        )
+      }
+      return { latencies, rate: latencies.length / ((last - first) / 1000), cpu, load: loadAverage() }
     }
-    latencies.sort((a, b) => a - b)
-    if (process.env.DEBUG_PHASES) {
-      const [phases] = await Effect.runPromise(sql<any>`
-        SELECT extract(epoch FROM max(created_at) - min(created_at)) AS fanout_s,
-          extract(epoch FROM max(delivered_at) - min(delivered_at)) AS deliver_s,
-          percentile_disc(0.5) WITHIN GROUP (ORDER BY extract(epoch FROM delivered_at - created_at)) AS queue_p50
-        FROM webhook_deliveries`)
-      console.error("[bench] phases", phases, "first commit→last commit s", (committedAt[EVENTS - 1] - first) / 1000)
-      const commits = (await commitsNow()) - commitsBefore
+
+    /** The same payloads posted by a bare loop. */
+    const bareRound = async (offset: number) => {
+      receiver.reset()
+      const payloads = Array.from({ length: ORGS * HOOKS_PER_ORG }, () => [] as Array<string>)
+      for (let i = 0; i < EVENTS; i++) {
+        for (let h = 0; h < HOOKS_PER_ORG; h++) {
+          payloads[(i % ORGS) * HOOKS_PER_ORG + h].push(JSON.stringify({
+            event: "monitor.down",
+            action: "down",
+            organization: { id: orgIds[i % ORGS], slug: `bench-${i % ORGS}` },
+            monitor: { id: `mon_${offset + i}`, name: `bench ${offset + i}`, status: "down", previousStatus: "up" },
+            timestamp: new Date().toISOString()
+          }))
+        }
+      }
+      const cpu0 = process.cpuUsage()
+      const ms = await bareLoop((hook) => receiver.url(`/bare/${hook}`), payloads)
+      const cpu = process.cpuUsage(cpu0)
+      return { rate: expected / (ms / 1000), benchCpu: (cpu.user + cpu.system) / 1000 }
+    }
+
+    // --- throughput and commit→receipt latency, taking turns with the bare loop ---------------
+    const rounds: Array<
+      { canopy: Awaited<ReturnType<typeof canopyRound>>; bare: Awaited<ReturnType<typeof bareRound>> }
+    > = []
+    for (let round = 0; round < ROUNDS; round++) {
+      const canopyResult = await canopyRound(round * EVENTS)
+      const bareResult = await bareRound(round * EVENTS)
+      rounds.push({ canopy: canopyResult, bare: bareResult })
       console.error(
-        `[bench] Postgres commits during phase 1: ${commits} (${(commits / expected).toFixed(2)} per delivery)`
+        `[bench] round ${round + 1}: ${canopyResult.rate.toFixed(0)} against ${bareResult.rate.toFixed(0)} ` +
+          `deliveries/s, ratio ${(canopyResult.rate / bareResult.rate).toFixed(2)}`
       )
     }
-    const canopySeconds = (last - first) / 1000
-    const canopyRate = latencies.length / canopySeconds
 
-    // --- phase 2: retry lateness ------------------------------------------------------------
+    // --- retry lateness ---------------------------------------------------------------------
     const retryOrgs = await setUpOrgs("retry", RETRY_HOOKS, (i) => ({
       url: receiver.url(`/fail-once/${i}`),
       events: ["monitor.down"],
       retryIntervalSeconds: RETRY_INTERVAL
     }))
     await Effect.runPromise(
-      publishAll(retryOrgs.map((orgId, i) => statusEvent(orgId, EVENTS + i))).pipe(
+      publishAll(retryOrgs.map((orgId, i) => statusEvent(orgId, ROUNDS * EVENTS + i))).pipe(
         Effect.provideService(SqlClient.SqlClient, sql)
       )
     )
@@ -237,52 +271,41 @@ const main = async () => {
     }
     const late = lateness.map((row) => row.lateness).sort((a, b) => a - b)
 
-    // --- baseline: a bare Node loop posting the same payloads --------------------------------
-    receiver.reset()
-    const payloads = Array.from({ length: ORGS * HOOKS_PER_ORG }, () => [] as Array<string>)
-    for (let i = 0; i < EVENTS; i++) {
-      for (let h = 0; h < HOOKS_PER_ORG; h++) {
-        payloads[(i % ORGS) * HOOKS_PER_ORG + h].push(JSON.stringify({
-          event: "monitor.down",
-          action: "down",
-          organization: { id: orgIds[i % ORGS], slug: `bench-${i % ORGS}` },
-          monitor: { id: `mon_${i}`, name: `bench ${i}`, status: "down", previousStatus: "up" },
-          timestamp: new Date().toISOString()
-        }))
-      }
-    }
-    const bareCpu0 = process.cpuUsage()
-    const bareMs = await bareLoop((hook) => receiver.url(`/bare/${hook}`), payloads)
-    const bareCpu = process.cpuUsage(bareCpu0)
-    const bareRate = expected / (bareMs / 1000)
-
+    const sum = (pick: (round: (typeof rounds)[number]) => number) => rounds.reduce((total, r) => total + pick(r), 0)
+    const latencies = rounds.flatMap((r) => r.canopy.latencies).sort((a, b) => a - b)
+    const deliveries = expected * ROUNDS
+    const ratios = rounds.map((r) => r.canopy.rate / r.bare.rate).sort((a, b) => a - b)
     printTable([
       {
         run: "canopy",
         deliveries: latencies.length,
-        "deliveries/s": canopyRate,
+        "deliveries/s (mean)": sum((r) => r.canopy.rate) / ROUNDS,
         "commit→receipt p50 ms": percentile(latencies, 50),
         "p99 ms": percentile(latencies, 99),
         "retry lateness p99 ms": percentile(late, 99),
         "retries measured": late.length,
-        "canopy CPU µs/delivery": (cpu.canopy * 1000) / expected,
-        "postgres CPU µs/delivery": (cpu.pg * 1000) / expected,
-        "bench CPU µs/delivery": (cpu.bench * 1000) / expected
+        "canopy CPU µs/delivery": (sum((r) => r.canopy.cpu.canopy) * 1000) / deliveries,
+        "postgres CPU µs/delivery": (sum((r) => r.canopy.cpu.pg) * 1000) / deliveries,
+        "bench CPU µs/delivery": (sum((r) => r.canopy.cpu.bench) * 1000) / deliveries
       },
       {
         run: "bare node loop",
-        deliveries: expected,
-        "deliveries/s": bareRate,
+        deliveries,
+        "deliveries/s (mean)": sum((r) => r.bare.rate) / ROUNDS,
         "commit→receipt p50 ms": "-",
         "p99 ms": "-",
         "retry lateness p99 ms": "-",
         "retries measured": "-",
         "canopy CPU µs/delivery": "-",
         "postgres CPU µs/delivery": "-",
-        "bench CPU µs/delivery": ((bareCpu.user + bareCpu.system) / 1000 * 1000) / expected
+        "bench CPU µs/delivery": (sum((r) => r.bare.benchCpu) * 1000) / deliveries
       }
     ])
-    console.log(`\nratio canopy / bare loop: ${(canopyRate / bareRate).toFixed(2)}; load average ${load} (1 min)`)
+    console.log(
+      `\nratio canopy / bare loop, median of ${ROUNDS} rounds: ${percentile(ratios, 50).toFixed(2)} ` +
+        `(rounds: ${rounds.map((r) => (r.canopy.rate / r.bare.rate).toFixed(2)).join(", ")}); ` +
+        `load average ${rounds.at(-1)!.canopy.load} (1 min)`
+    )
     console.log("bench CPU: this process (publisher and receiver; for the bare loop, poster and receiver)")
   } finally {
     await close()
