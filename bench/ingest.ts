@@ -90,11 +90,11 @@ const makeEvent = () => {
 // ---------------------------------------------------------------------------
 // Load generator: autocannon (as bench:api and bench:status use), one request in flight per
 // connection, a fresh event in every request. It shares the two cores with the server and
-// Postgres, so it has to be light: `node:http` requests cost it ~125 µs each here, autocannon's
-// prebuilt requests and parser a fraction of that (docs/decisions.md, "A slower machine, and
-// the ingest load generator"). A phase sends a fixed number of requests (sized from a short probe to last
-// `durationSeconds`) rather than stopping at a deadline: every request sent is answered and
-// counted, so the stored count can be checked against the acknowledged one exactly.
+// Postgres, so it has to be light: a `node:http` request cost it ~125 µs of CPU here, one of
+// autocannon's ~80 (docs/decisions.md, "A slower machine, and the ingest load generator"). A
+// phase sends a fixed number of requests (sized from a short probe to last `durationSeconds`)
+// rather than stopping at a deadline: every request sent is answered and counted, so the
+// stored count can be checked against the acknowledged one exactly.
 // ---------------------------------------------------------------------------
 
 interface Phase {

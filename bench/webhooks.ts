@@ -18,9 +18,9 @@
  * median of the rounds' ratios.
  *
  * Also reports the CPU the Canopy process, Postgres (postmaster and backends) and this process
- * (publisher and receiver; for the bare loop, poster and receiver) spent per delivery in
- * the Canopy rounds, from /proc, and the load average: throughput on a shared machine follows the other
- * processes, CPU per delivery much less.
+ * (publisher and receiver; for the bare loop, poster and receiver) spent per delivery in the
+ * Canopy rounds, from /proc, and the load average: throughput on a shared machine follows the
+ * other processes, CPU per delivery much less.
  *
  * Env: EVENTS (10000), ORGS (100), HOOKS_PER_ORG (1), BATCH (100), RETRY_HOOKS (50), ROUNDS (3).
  */
