@@ -138,7 +138,8 @@ const send = (url: string, key: string, connections: number, eventsPerRequest: n
         eventsPerSecond: (answered * eventsPerRequest) / seconds,
         p50: result.latency.p50,
         p99: result.latency.p99,
-        failures: result.errors + result.timeouts + (result["2xx"] + result.non2xx - answered),
+        // `errors` already counts timeouts; any answer but a 202 is a failure too.
+        failures: result.errors + (result["2xx"] + result.non2xx - answered),
         clientCpuMs: (client.user + client.system) / 1000,
         loadAverage: loadAverage()
       })
