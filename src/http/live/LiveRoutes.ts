@@ -8,6 +8,7 @@ import { type LiveConnection, LiveHub } from "../../../services/live/LiveHub.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { Tenancy } from "../../../services/platform/Tenancy.ts"
 import { errorResponse } from "../ErrorResponse.ts"
+import { answerUnavailableUntilServed } from "../NotServing.ts"
 
 /**
  * The live status stream's WebSocket endpoints (GUIDE §6):
@@ -34,7 +35,7 @@ export class LiveServer extends Context.Service<LiveServer, {
 }>()("canopy/http/LiveServer") {
   static readonly layer = Layer.sync(LiveServer, () => {
     const holder: { server: Http.Server; intercept: UpgradeHandler | undefined } = {
-      server: Http.createServer(),
+      server: answerUnavailableUntilServed(Http.createServer()),
       intercept: undefined
     }
     const emit = holder.server.emit
