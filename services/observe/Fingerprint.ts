@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto"
+import { hash } from "node:crypto"
 
 /**
  * Grouping of error events into issues (GUIDE §7). Pure: the same input always gives the
@@ -95,8 +95,7 @@ export const components = (event: FingerprintInput): ReadonlyArray<string> => {
 }
 
 /** SHA-256 (hex) of the grouping components. */
-export const fingerprint = (event: FingerprintInput): string =>
-  createHash("sha256").update(JSON.stringify(components(event))).digest("hex")
+export const fingerprint = (event: FingerprintInput): string => hash("sha256", JSON.stringify(components(event)), "hex")
 
 /** The issue title: `Type: value` for exceptions, else the message. */
 export const issueTitle = (event: FingerprintInput): string => {

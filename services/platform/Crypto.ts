@@ -56,7 +56,8 @@ export class Crypto extends Context.Service<Crypto, {
 
 /** SHA-256 in hex: how API keys and other high-entropy tokens are stored (not for passwords). */
 export const sha256Hex = (secret: string): string =>
-  NodeCrypto.createHash("sha256").update(secret, "utf8").digest("hex")
+  // One-shot: no Hash object per call (runs on every authenticated request).
+  NodeCrypto.hash("sha256", secret, "hex")
 
 const VERSION = "v1"
 const IV_BYTES = 12

@@ -1,7 +1,7 @@
 import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import type * as Types from "effect/Types"
-import { createHash, timingSafeEqual } from "node:crypto"
+import { hash, timingSafeEqual } from "node:crypto"
 import { Forbidden, RateLimited, Unauthorized } from "../../../schemas/Errors.ts"
 import { ApiKeys } from "../../../services/platform/ApiKeys.ts"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
@@ -87,7 +87,7 @@ export const PublicRateLimitedLive = Layer.effect(
   })
 )
 
-const digest = (value: string) => createHash("sha256").update(value).digest()
+const digest = (value: string) => hash("sha256", value, "buffer")
 
 export const AdminAuthenticationLive = Layer.effect(
   AdminAuthentication,
