@@ -106,6 +106,15 @@ describe("Events", () => {
       yield* a.run(publishCommitted("before", {}))
       expect((yield* takeWithin(live, "30 seconds")).type).toBe("before")
 
+      // Each runner LISTENs from a fiber of its own: "started" does not mean listening yet
+      // (on a busy machine runner A's LISTEN came after the first delivery, and one was killed).
+      yield* eventually(
+        "both LISTEN connections up",
+        a.sql<{ n: number }>`
+          SELECT count(*)::int AS n FROM pg_stat_activity
+          WHERE datname = current_database() AND query ILIKE 'LISTEN%'`,
+        (rows) => rows[0].n === 2
+      )
       const killed = yield* a.sql<{ pid: number }>`
         SELECT pid, pg_terminate_backend(pid) AS terminated FROM pg_stat_activity
         WHERE datname = current_database() AND query ILIKE 'LISTEN%'`
