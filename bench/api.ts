@@ -12,6 +12,7 @@ import { SqlClient } from "effect/sql"
 import { Database } from "../services/platform/Database.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
 import { RequestQuota } from "../src/http/RequestQuota.ts"
+import { cpuTicksSplit } from "./process-usage.ts"
 import {
   freePort,
   load,
@@ -32,6 +33,7 @@ const combine = (results: ReadonlyArray<LoadResult>): LoadResult => {
   const sorted = (pick: (result: LoadResult) => number) => results.map(pick).sort((a, b) => a - b)
   return {
     requestsPerSecond: results.reduce((sum, result) => sum + result.requestsPerSecond, 0) / results.length,
+    requests: results.reduce((sum, result) => sum + result.requests, 0),
     p50: percentile(sorted((result) => result.p50), 50),
     p99: Math.max(...results.map((result) => result.p99)),
     non2xx: results.reduce((sum, result) => sum + result.non2xx, 0),
@@ -61,20 +63,29 @@ const main = async () => {
     `http://127.0.0.1:${barePort}/`
   )
   const targets = {
-    canopy: { url: `${base}/api/v1/me`, headers },
-    healthz: { url: `${base}/healthz`, headers: {} },
-    effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {} },
-    bare: { url: `http://127.0.0.1:${barePort}/`, headers: {} }
+    canopy: { url: `${base}/api/v1/me`, headers, pid: canopy.pid! },
+    healthz: { url: `${base}/healthz`, headers: {}, pid: canopy.pid! },
+    effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {}, pid: effectFloor.pid! },
+    bare: { url: `http://127.0.0.1:${barePort}/`, headers: {}, pid: bare.pid! }
   }
   for (const target of Object.values(targets)) await load(target.url, { ...target, seconds: 2, connections })
   // The servers take turns in short slices, so a change in the (shared) machine's load
   // falls on all of them alike instead of on whichever ran at that moment.
   const slices: Record<keyof typeof targets, Array<LoadResult>> = { canopy: [], healthz: [], effectFloor: [], bare: [] }
+  // Each server is one Node thread busy near 100% under this load, so its rate follows its CPU per request.
+  const cpu: Record<keyof typeof targets, { user: number; system: number }> = {
+    canopy: { user: 0, system: 0 },
+    healthz: { user: 0, system: 0 },
+    effectFloor: { user: 0, system: 0 },
+    bare: { user: 0, system: 0 }
+  }
   for (let round = 0; round < rounds; round++) {
-    for (const [name, target] of Object.entries(targets)) {
-      slices[name as keyof typeof targets].push(
-        await load(target.url, { ...target, seconds: seconds / rounds, connections })
-      )
+    for (const [name, target] of Object.entries(targets) as Array<[keyof typeof targets, typeof targets.canopy]>) {
+      const before = cpuTicksSplit(target.pid)
+      slices[name].push(await load(target.url, { ...target, seconds: seconds / rounds, connections }))
+      const after = cpuTicksSplit(target.pid)
+      cpu[name].user += after.user - before.user
+      cpu[name].system += after.system - before.system
     }
   }
   await Promise.all([stop(canopy), stop(effectFloor), stop(bare)])
@@ -115,18 +126,22 @@ const main = async () => {
   console.log(
     `\nGET /api/v1/me, ${connections} connections, ${seconds} s each in ${rounds} alternating slices, autocannon on loopback\n`
   )
-  const row = (server: string, result: typeof canopyResult) => ({
+  // Ticks are 10 ms of CPU; per request in µs.
+  const perRequest = (ticks: number, result: LoadResult) => Math.round(ticks * 10_000 / Math.max(1, result.requests))
+  const row = (server: string, result: typeof canopyResult, usage: { user: number; system: number }) => ({
     server,
     "req/s": result.requestsPerSecond,
     "p50 ms": result.p50,
     "p99 ms": result.p99,
-    "non-2xx": result.non2xx
+    "non-2xx": result.non2xx,
+    "server CPU µs/req user": perRequest(usage.user, result),
+    "sys": perRequest(usage.system, result)
   })
   printTable([
-    row("canopy GET /api/v1/me (auth + limiter + JSON)", canopyResult),
-    row("canopy GET /healthz (no auth, no limiter)", floorResult),
-    row("minimal Effect HTTP server, same JSON (framework floor)", effectFloorResult),
-    row("bare node:http, same JSON", bareResult)
+    row("canopy GET /api/v1/me (auth + limiter + JSON)", canopyResult, cpu.canopy),
+    row("canopy GET /healthz (no auth, no limiter)", floorResult, cpu.healthz),
+    row("minimal Effect HTTP server, same JSON (framework floor)", effectFloorResult, cpu.effectFloor),
+    row("bare node:http, same JSON", bareResult, cpu.bare)
   ])
   console.log(
     `\nthroughput ratio canopy /me / Effect floor: ${

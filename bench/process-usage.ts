@@ -24,6 +24,16 @@ export const cpuTicks = (pid: number, tid?: number): number => {
   }
 }
 
+/** User and system CPU time of a process apart, in ticks ({0, 0} once it is gone). */
+export const cpuTicksSplit = (pid: number): { readonly user: number; readonly system: number } => {
+  try {
+    const fields = statFields(`/proc/${pid}/stat`)
+    return { user: Number(fields[11]), system: Number(fields[12]) }
+  } catch {
+    return { user: 0, system: 0 }
+  }
+}
+
 /** `cpuTicks` plus what the children the process waited for spent (cutime + cstime: e.g. its git processes). */
 export const cpuTicksWithChildren = (pid: number): number => {
   try {

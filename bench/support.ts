@@ -8,6 +8,8 @@ import { freePort, startEmbeddedPostgres } from "../services/platform/EmbeddedPo
 
 export interface LoadResult {
   readonly requestsPerSecond: number
+  /** Requests answered in all. */
+  readonly requests: number
   readonly p50: number
   readonly p99: number
   readonly non2xx: number
@@ -43,6 +45,7 @@ export const load = (
       if (error) return reject(error)
       resolve({
         requestsPerSecond: result.requests.average,
+        requests: result.requests.total,
         p50: result.latency.p50,
         p99: result.latency.p99,
         non2xx: result.non2xx,
