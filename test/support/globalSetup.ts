@@ -37,6 +37,26 @@ const privateTempFolder = () => {
   }
 }
 
+/** Room the run's Postgres may take in memory: about a hundred small databases and their WAL. */
+const memoryNeeded = 4 * 1024 ** 3
+
+/**
+ * Where the run's Postgres keeps its data: in memory (`/dev/shm`, tmpfs) when the machine has
+ * one with room, else the temp folder. The data is thrown away at the end; on disk, the run spent
+ * about 26 s of 3 minutes on it (every commit's flush, the checkpoint at stop, removing the
+ * files of a hundred databases). It is the same Postgres either way.
+ */
+const postgresParentFolder = (): string => {
+  try {
+    const stats = Fs.statfsSync("/dev/shm")
+    Fs.accessSync("/dev/shm", Fs.constants.W_OK)
+    if (stats.bavail * stats.bsize >= memoryNeeded) return "/dev/shm"
+  } catch {
+    // No /dev/shm (macOS, say): the temp folder.
+  }
+  return Os.tmpdir()
+}
+
 /** One embedded Postgres for the whole run; every test file makes its own database in it. */
 export default async function setup(project: TestProject) {
   const checkTempFolder = privateTempFolder()
@@ -45,7 +65,7 @@ export default async function setup(project: TestProject) {
     project.provide("postgresUrl", external)
     return checkTempFolder
   }
-  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-test-"))
+  const dir = Fs.mkdtempSync(Path.join(postgresParentFolder(), "canopy-test-"))
   Fs.chmodSync(dir, 0o755)
   const scope = Effect.runSync(Scope.make())
   const pg = await Effect.runPromise(
