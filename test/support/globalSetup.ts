@@ -14,13 +14,33 @@ declare module "vitest" {
 /** Left in the temp folder by tools, not by tests: tsx's compile cache (`tsx-<uid>`). */
 const toolCaches = /^tsx-\d+$/
 
+/** Room the run may take in memory: about a hundred small databases and their WAL (1.9 GB at most seen). */
+const memoryNeeded = 4 * 1024 ** 3
+
+/**
+ * Where the run keeps its throw-away files (its Postgres, its temp folder): in memory
+ * (`/dev/shm`, tmpfs) when the machine has one with room, else the OS temp folder. On disk the
+ * run's Postgres alone cost about 26 s of 3 minutes (every commit's flush, the checkpoint at
+ * stop, removing the files of a hundred databases). The same Postgres, git and files either way.
+ */
+const scratchParentFolder = (): string => {
+  try {
+    const stats = Fs.statfsSync("/dev/shm")
+    Fs.accessSync("/dev/shm", Fs.constants.W_OK)
+    if (stats.bavail * stats.bsize >= memoryNeeded) return "/dev/shm"
+  } catch {
+    // No /dev/shm (macOS, say): the temp folder.
+  }
+  return Os.tmpdir()
+}
+
 /**
  * Points the OS temp folder of the whole run (test files, the processes they start) at a
  * folder of its own, and at the end fails the run if a test left anything in it (data
  * folders hold master keys), then removes it.
  */
 const privateTempFolder = () => {
-  const folder = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-run-"))
+  const folder = Fs.mkdtempSync(Path.join(scratchParentFolder(), "canopy-run-"))
   // Embedded Postgres (run as the postgres user under root) reads files it is given here.
   Fs.chmodSync(folder, 0o755)
   process.env.TMPDIR = folder
@@ -37,26 +57,6 @@ const privateTempFolder = () => {
   }
 }
 
-/** Room the run's Postgres may take in memory: about a hundred small databases and their WAL. */
-const memoryNeeded = 4 * 1024 ** 3
-
-/**
- * Where the run's Postgres keeps its data: in memory (`/dev/shm`, tmpfs) when the machine has
- * one with room, else the temp folder. The data is thrown away at the end; on disk, the run spent
- * about 26 s of 3 minutes on it (every commit's flush, the checkpoint at stop, removing the
- * files of a hundred databases). It is the same Postgres either way.
- */
-const postgresParentFolder = (): string => {
-  try {
-    const stats = Fs.statfsSync("/dev/shm")
-    Fs.accessSync("/dev/shm", Fs.constants.W_OK)
-    if (stats.bavail * stats.bsize >= memoryNeeded) return "/dev/shm"
-  } catch {
-    // No /dev/shm (macOS, say): the temp folder.
-  }
-  return Os.tmpdir()
-}
-
 /** One embedded Postgres for the whole run; every test file makes its own database in it. */
 export default async function setup(project: TestProject) {
   const checkTempFolder = privateTempFolder()
@@ -65,7 +65,7 @@ export default async function setup(project: TestProject) {
     project.provide("postgresUrl", external)
     return checkTempFolder
   }
-  const dir = Fs.mkdtempSync(Path.join(postgresParentFolder(), "canopy-test-"))
+  const dir = Fs.mkdtempSync(Path.join(scratchParentFolder(), "canopy-test-"))
   Fs.chmodSync(dir, 0o755)
   const scope = Effect.runSync(Scope.make())
   const pg = await Effect.runPromise(
