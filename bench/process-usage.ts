@@ -14,24 +14,20 @@ const statFields = (path: string) => {
   return stat.slice(stat.lastIndexOf(")") + 2).split(" ")
 }
 
-/** User + system CPU time of a process (or, with `tid`, one of its threads), in ticks (0 once it is gone). */
-export const cpuTicks = (pid: number, tid?: number): number => {
+/** User and system CPU time of a process (or, with `tid`, one of its threads) apart, in ticks ({0, 0} once it is gone). */
+export const cpuTicksSplit = (pid: number, tid?: number): { readonly user: number; readonly system: number } => {
   try {
     const fields = statFields(tid === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${tid}/stat`)
-    return Number(fields[11]) + Number(fields[12]) // utime + stime
-  } catch {
-    return 0
-  }
-}
-
-/** User and system CPU time of a process apart, in ticks ({0, 0} once it is gone). */
-export const cpuTicksSplit = (pid: number): { readonly user: number; readonly system: number } => {
-  try {
-    const fields = statFields(`/proc/${pid}/stat`)
-    return { user: Number(fields[11]), system: Number(fields[12]) }
+    return { user: Number(fields[11]), system: Number(fields[12]) } // utime, stime
   } catch {
     return { user: 0, system: 0 }
   }
+}
+
+/** User + system CPU time of a process (or, with `tid`, one of its threads), in ticks (0 once it is gone). */
+export const cpuTicks = (pid: number, tid?: number): number => {
+  const { system, user } = cpuTicksSplit(pid, tid)
+  return user + system
 }
 
 /** `cpuTicks` plus what the children the process waited for spent (cutime + cstime: e.g. its git processes). */

@@ -18,7 +18,7 @@ const toolCaches = /^tsx-\d+$/
 const memoryNeeded = 4 * 1024 ** 3
 
 /**
- * Where the run keeps its throw-away files (its Postgres, its temp folder): in memory
+ * Where the run keeps its throw-away files (its temp folder, its Postgres inside it): in memory
  * (`/dev/shm`, tmpfs) when the machine has one with room, else the OS temp folder. On disk the
  * run's Postgres alone cost about 26 s of 3 minutes (every commit's flush, the checkpoint at
  * stop, removing the files of a hundred databases). The same Postgres, git and files either way.
@@ -65,7 +65,8 @@ export default async function setup(project: TestProject) {
     project.provide("postgresUrl", external)
     return checkTempFolder
   }
-  const dir = Fs.mkdtempSync(Path.join(scratchParentFolder(), "canopy-test-"))
+  // Inside the run's temp folder (in memory when there is room), removed before that folder is checked.
+  const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-test-"))
   Fs.chmodSync(dir, 0o755)
   const scope = Effect.runSync(Scope.make())
   const pg = await Effect.runPromise(
