@@ -5,6 +5,7 @@ import * as Crypto from "node:crypto"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { type CpuQuota, makeCpuQuota } from "./cpu-quota.ts"
 import { freePort, startProcess, stop } from "./support.ts"
 
 /**
@@ -25,14 +26,18 @@ export const startRunners = async (options: {
   readonly count: number
   /** Socket runners (RUNNER_ADDRESS) even for one runner, to compare like with like. */
   readonly cluster: boolean
+  /** Cores each runner may use (a cgroup quota of its own), as if each ran on a small machine. */
+  readonly coresPerRunner?: number | undefined
 }): Promise<Runners> => {
   const processes: Array<ChildProcess> = []
   const dataDirs: Array<string> = []
   const regions: Array<string> = []
+  const quotas: Array<CpuQuota> = []
   // Runners of one cluster share the master key (README "Multi-runner mode").
   const masterKey = Crypto.randomBytes(32).toString("hex")
   const close = async () => {
     await Promise.all(processes.map(stop))
+    for (const quota of quotas) quota.remove()
     for (const dir of dataDirs) Fs.rmSync(dir, { recursive: true, force: true })
   }
   try {
@@ -43,18 +48,25 @@ export const startRunners = async (options: {
       const region = options.count > 1 ? `bench-${i}` : "bench"
       const port = await freePort()
       const cluster = options.cluster || options.count > 1
+      const quota = options.coresPerRunner === undefined ? undefined : makeCpuQuota(region, options.coresPerRunner)
+      if (quota !== undefined) quotas.push(quota)
       processes.push(
-        await startProcess("src/main.ts", {
-          DATABASE_URL: options.databaseUrl,
-          PORT: String(port),
-          HOST: "127.0.0.1",
-          DATA_DIR: dataDir,
-          ADMIN_TOKEN: "adm_bench_monitors",
-          MASTER_KEY: masterKey,
-          OUTBOUND_ALLOW_PRIVATE: "true",
-          REGION: region,
-          ...(cluster ? { RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` } : {})
-        }, `http://127.0.0.1:${port}/readyz`)
+        await startProcess(
+          "src/main.ts",
+          {
+            DATABASE_URL: options.databaseUrl,
+            PORT: String(port),
+            HOST: "127.0.0.1",
+            DATA_DIR: dataDir,
+            ADMIN_TOKEN: "adm_bench_monitors",
+            MASTER_KEY: masterKey,
+            OUTBOUND_ALLOW_PRIVATE: "true",
+            REGION: region,
+            ...(cluster ? { RUNNER_ADDRESS: `127.0.0.1:${await freePort()}` } : {})
+          },
+          `http://127.0.0.1:${port}/readyz`,
+          quota?.add
+        )
       )
       regions.push(region)
     }

@@ -21,7 +21,10 @@
  * default "10000,20000,30000,40000,50000,60000,80000") until p99 lateness reaches 1 s or a
  * slot is missed, and report the largest N that met the lateness goal; COMPARE_RUNNERS=1
  * does that for one and then two socket runners (two start at one runner's largest N) and
- * prints the ratio of their capacities and CPU per check.
+ * prints the ratio of their capacities and CPU per check. RUNNER_CPU (e.g. 0.3) gives each
+ * runner a hard quota of that many cores (its own cgroup; Linux, root), as if each ran on a
+ * small machine of its own: on a 2-core machine that is how two runners can be compared
+ * with one without the second taking the CPU Postgres and the target need.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -86,6 +89,7 @@ const runCanopy = async (options: {
   readonly cluster: boolean
   readonly seconds: number
   readonly warmup: number
+  readonly coresPerRunner: number | undefined
 }): Promise<RunResult> => {
   const { n, seconds, warmup } = options
   const dbName = `bench_monitors_${n}_${options.runners}_${Date.now()}`
@@ -95,7 +99,12 @@ const runCanopy = async (options: {
   const databaseUrl = url.toString()
   const label = `N=${n} RUNNERS=${options.runners}`
 
-  const runners = await startRunners({ databaseUrl, count: options.runners, cluster: options.cluster })
+  const runners = await startRunners({
+    databaseUrl,
+    count: options.runners,
+    cluster: options.cluster,
+    coresPerRunner: options.coresPerRunner
+  })
   try {
     if (options.runners > 1 || options.cluster) {
       const shares = await withSql(databaseUrl, (sql) => waitForShardsSpread(sql, options.runners))
@@ -155,7 +164,8 @@ const runCanopy = async (options: {
         const last = yield* latenessOf(sql, end - FREQUENCY * 1000, end)
         return { all: { ...all, lastChecks: last.checks, lastP99: last.p99 }, perRunner }
       }))
-    const system = options.runners > 1 ? `canopy ×${options.runners}` : options.cluster ? "canopy ×1" : "canopy"
+    const system = (options.runners > 1 ? `canopy ×${options.runners}` : options.cluster ? "canopy ×1" : "canopy") +
+      (options.coresPerRunner === undefined ? "" : ` (${options.coresPerRunner} core each)`)
     return runResult(system, { n, seconds, start, end }, figures.all, figures.perRunner, { ...usage, ...pgLoad })
   } finally {
     await runners.close()
@@ -197,6 +207,7 @@ const main = async () => {
   const runnerCount = env("RUNNERS", 1)
   const compare = process.env.COMPARE_RUNNERS === "1"
   const cluster = compare || runnerCount > 1 || process.env.CLUSTER === "1"
+  const coresPerRunner = process.env.RUNNER_CPU ? Number(process.env.RUNNER_CPU) : undefined
   const steps = (process.env.FIND_STEPS ?? "10000,20000,30000,40000,50000,60000,80000").split(",").map(Number)
   const scope = Effect.runSync(Scope.make())
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
@@ -211,7 +222,17 @@ const main = async () => {
   )
   const target = `http://127.0.0.1:${targetPort}`
   const run: CanopyRun = (monitors, runners) =>
-    runCanopy({ adminUrl: pg.url, pgDataDir, target, n: monitors, runners, cluster, seconds, warmup })
+    runCanopy({
+      adminUrl: pg.url,
+      pgDataDir,
+      target,
+      n: monitors,
+      runners,
+      cluster,
+      seconds,
+      warmup,
+      coresPerRunner
+    })
   const rows: Array<Row> = []
   try {
     if (compare) {

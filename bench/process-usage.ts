@@ -111,7 +111,8 @@ export interface Sampler {
 /** Samples processes' CPU and RSS (and Postgres' CPU) every second until `stop`. */
 export const sample = (pids: ReadonlyArray<number>, pgDataDir: string | undefined): Sampler => {
   const started = performance.now()
-  const cpu0 = pids.map(cpuTicks)
+  // Not `pids.map(cpuTicks)`: the index would be read as a thread id (no such thread: 0 ticks).
+  const cpu0 = pids.map((pid) => cpuTicks(pid))
   const pgTicks = pgDataDir === undefined ? () => 0 : postgresTicks(pgDataDir)
   const pg0 = pgTicks()
   const rssMax = pids.map(rssBytes)

@@ -58,11 +58,25 @@ export const load = (
 const serverNodeArgs = (process.env.SERVER_NODE_ARGS ?? "").split(/\s+/).filter((arg) => arg.length > 0)
 
 /** Starts a TypeScript entry point with this project's Node and waits until `readyUrl` answers. */
-export const startProcess = async (entry: string, env: Record<string, string>, readyUrl: string) => {
+export const startProcess = async (
+  entry: string,
+  env: Record<string, string>,
+  readyUrl: string,
+  /** Called once the process exists, before it is ready (e.g. to put it under a CPU quota). */
+  onSpawn?: (pid: number) => void
+) => {
   const child = spawn("node_modules/.bin/node", [...serverNodeArgs, "--import", "tsx", entry], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })
+  if (onSpawn !== undefined) {
+    try {
+      onSpawn(child.pid!)
+    } catch (error) {
+      child.kill("SIGKILL")
+      throw error
+    }
+  }
   let output = ""
   child.stdout!.on("data", (chunk) => output += chunk)
   child.stderr!.on("data", (chunk) => output += chunk)
