@@ -124,6 +124,8 @@ export interface ConsumerDeps {
   readonly minPassMs: number
   /** The runner's shared outbox reads (`SharedReads.ts`). */
   readonly shared: SharedReads
+  /** How long a loop with nothing of its types to handle may leave its stored cursor behind (ms); see `pass`. */
+  readonly idleCursorMs: number
 }
 
 /**
@@ -190,10 +192,21 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
       return { outcome, failed: progress.failed, cursor }
     })
 
+  // When this loop last ran its transaction (real time).
+  let lockedAt = Number.NEGATIVE_INFINITY
   const pass = (since: number) =>
     Effect.gen(function*() {
       // Taken before the transaction: waiting for it holds no connection.
       const segment = known === undefined ? undefined : yield* deps.shared.segment(name, known, since)
+      // Nothing of this consumer's types committed since its cursor (most events are other
+      // loops' business: every monitor check is a heartbeat for the live stream): no
+      // transaction. The stored cursor stays behind for up to `idleCursorMs`, so a restart
+      // re-reads at most that much of what it skips anyway; the window keeps it meanwhile.
+      if (segment !== undefined && performance.now() - lockedAt < deps.idleCursorMs) {
+        const read = sliceSegment(segment, known!, options.batchSize, options.types)
+        if (read !== undefined && read.events.length === 0 && !read.full) return read.held ? "held" : "caughtUp"
+      }
+      lockedAt = performance.now()
       const { cursor, failed, outcome } = yield* sql.withTransaction(batch(segment))
       known = cursor
       if (failed !== undefined) {

@@ -66,6 +66,11 @@ export interface EventsOptions {
    */
   readonly minLiveReadMs?: number | undefined
   readonly minConsumerPassMs?: number | undefined
+  /**
+   * How long a durable consumer with nothing of its types to handle may leave its stored
+   * cursor behind, in ms (default 1000): its passes then need no transaction.
+   */
+  readonly idleConsumerCursorMs?: number | undefined
 }
 
 /** The NOTIFY channel that wakes every runner when events commit. */
@@ -267,7 +272,14 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   const live = Stream.unwrap(Effect.map(subscribe, Stream.fromQueue))
 
   // --- durable consumers ---------------------------------------------------------------
-  const deps = { sql, waker, pollInterval, minPassMs: options.minConsumerPassMs ?? 50, shared }
+  const deps = {
+    sql,
+    waker,
+    pollInterval,
+    minPassMs: options.minConsumerPassMs ?? 50,
+    shared,
+    idleCursorMs: options.idleConsumerCursorMs ?? 1000
+  }
   const consume = <E, R>(
     name: string,
     handler: (event: DomainEvent) => Effect.Effect<void, E, R>,

@@ -3,7 +3,7 @@ import { Effect, Queue } from "effect"
 import { appendStatement, type DomainEvent, Events, EVENTS_CHANNEL } from "../../services/platform/Events.ts"
 import { createTestDatabase } from "../support/database.ts"
 import { startRunner, waitUntil } from "../support/eventsRunner.ts"
-import { realSleep } from "../support/wait.ts"
+import { eventually, realSleep } from "../support/wait.ts"
 
 /**
  * How readers are woken under load: publishers that commit without NOTIFY (monitor checks)
@@ -76,5 +76,86 @@ describe("Events wake-ups", () => {
       expect(batches.flat()).toEqual(Array.from({ length: count }, (_, n) => n))
       // One pass per notification would be ~30 calls; paced passes are at least `paceMs` apart.
       expect(batches.length).toBeLessThanOrEqual(Math.ceil(elapsed / paceMs) + 2)
+    }))
+
+  /** The stored cursor of consumer `name`, and the outbox's last event id. */
+  const cursorAndLast = (runner: Effect.Success<ReturnType<typeof startRunner>>, name: string) =>
+    Effect.map(
+      runner.sql<{ cursor: string; last: string }>`
+        SELECT (SELECT last_event_id FROM event_consumers WHERE name = ${name})::text AS cursor,
+          (SELECT max(id) FROM domain_events)::text AS last`,
+      ([row]) => row
+    )
+
+  it.live("a consumer passes over other types' events without a transaction, and stores its cursor later", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url, { idleConsumerCursorMs: 60_000 })
+      const wanted: Array<number> = []
+      const everything: Array<DomainEvent> = []
+      yield* runner.run(Effect.flatMap(Events, (events) =>
+        Effect.all([
+          events.consume("wanted-only", (event) => Effect.sync(() => wanted.push((event.data as { n: number }).n)), {
+            types: ["wanted"],
+            from: "now"
+          }),
+          events.consume("everything", (event) => Effect.sync(() => everything.push(event)), { from: "now" })
+        ])))
+      const publish = (type: string, n: number) =>
+        runner.run(Effect.flatMap(Events, (events) => events.publish({ type, data: { n } })))
+
+      // A first event of its type: the loop has run its transaction and holds its cursor.
+      yield* publish("wanted", 0)
+      yield* waitUntil("the first wanted event", () => wanted.length === 1)
+      const before = yield* cursorAndLast(runner, "wanted-only")
+      expect(before.cursor).toBe(before.last)
+
+      // Heartbeat-like traffic of another type: read (the other consumer gets it all), but the
+      // wanted-only consumer's passes find nothing of theirs and write nothing.
+      for (let n = 1; n <= 20; n++) yield* publish("other", n)
+      yield* waitUntil("the other consumer to read everything", () => everything.length === 21)
+      yield* realSleep(1_000)
+      const skipped = yield* cursorAndLast(runner, "wanted-only")
+      expect(skipped.cursor).toBe(before.cursor)
+      expect(BigInt(skipped.last)).toBeGreaterThan(BigInt(skipped.cursor))
+
+      // An event of its type is handled at once, and the cursor moves past everything.
+      yield* publish("wanted", 21)
+      yield* waitUntil("the second wanted event", () => wanted.length === 2)
+      expect(wanted).toEqual([0, 21])
+      const after = yield* cursorAndLast(runner, "wanted-only")
+      expect(after.cursor).toBe(after.last)
+    }))
+
+  it.live("a consumer with nothing to handle still stores its cursor once idleConsumerCursorMs has passed", () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const runner = yield* startRunner(url, { idleConsumerCursorMs: 300 })
+      const wanted: Array<DomainEvent> = []
+      yield* runner.run(
+        Effect.flatMap(
+          Events,
+          (events) =>
+            events.consume("wanted-only", (event) => Effect.sync(() => wanted.push(event)), {
+              types: ["wanted"],
+              from: "now"
+            })
+        )
+      )
+      yield* runner.run(Effect.flatMap(Events, (events) => events.publish({ type: "wanted", data: {} })))
+      yield* waitUntil("the wanted event", () => wanted.length === 1)
+
+      for (let n = 1; n <= 5; n++) {
+        yield* runner.run(Effect.flatMap(Events, (events) => events.publish({ type: "other", data: { n } })))
+      }
+      // Woken by those commits, later passes pass the time limit and commit the cursor
+      // past them (a restart would not read them again).
+      const caughtUp = yield* eventually(
+        "the cursor to move past the other events",
+        cursorAndLast(runner, "wanted-only"),
+        (row) => row.cursor === row.last
+      )
+      expect(caughtUp.cursor).toBe(caughtUp.last)
+      expect(wanted).toHaveLength(1)
     }))
 })
