@@ -78,26 +78,25 @@ export interface Read {
   readonly through: Position
 }
 
+export interface ReadOptions {
+  readonly after: Position
+  readonly limit: number
+  readonly types?: ReadonlyArray<string> | undefined
+  readonly horizon?: bigint | undefined
+}
+
 /**
- * Reads the events after `after` below `horizon` (a bigint, or the statement's own horizon
- * when omitted), in one statement so `head` comes from the same snapshot as the events: when
- * the read is not full, every matching event up to `head` is in it and the reader may move
- * its position to `head`, past the non-matching rest.
+ * The read as one statement. Every part walks the `(tx, id)` index from a known end: the
+ * outbox only grows, so a part the planner answered with a scan of the table (as it did for
+ * `held` while it was an `EXISTS … tx >= horizon`, the horizon being unknown at plan time)
+ * made each read cost more with every event ever published.
  */
-export const readAfter = (
-  sql: SqlClient.SqlClient,
-  options: {
-    readonly after: Position
-    readonly limit: number
-    readonly types?: ReadonlyArray<string> | undefined
-    readonly horizon?: bigint | undefined
-  }
-): Effect.Effect<Read, SqlError> => {
+export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOptions) => {
   const typeFilter = options.types === undefined ? sql.literal("") : sql`AND type IN ${sql.in(options.types)}`
   const horizon = options.horizon === undefined ? horizonSql(sql) : sql`${String(options.horizon)}::bigint`
-  return Effect.map(
-    sql<Row>`
-      SELECT EXISTS (SELECT 1 FROM domain_events WHERE tx >= s.horizon) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
+  // `held`: a committed event at or above the horizon exists, i.e. the newest visible one is.
+  return sql<Row>`
+      SELECT coalesce((SELECT max(tx) FROM domain_events) >= s.horizon, false) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
         e.created_at AS "createdAt"
       FROM (SELECT ${horizon} AS horizon) AS s
       LEFT JOIN LATERAL (
@@ -109,7 +108,18 @@ export const readAfter = (
           AND tx < s.horizon ${typeFilter}
         ORDER BY tx, id LIMIT ${options.limit}
       ) AS e ON true
-      ORDER BY e.tx, e.id`,
+      ORDER BY e.tx, e.id`
+}
+
+/**
+ * Reads the events after `after` below `horizon` (a bigint, or the statement's own horizon
+ * when omitted), in one statement so `head` comes from the same snapshot as the events: when
+ * the read is not full, every matching event up to `head` is in it and the reader may move
+ * its position to `head`, past the non-matching rest.
+ */
+export const readAfter = (sql: SqlClient.SqlClient, options: ReadOptions): Effect.Effect<Read, SqlError> =>
+  Effect.map(
+    readAfterStatement(sql, options),
     (rows) => {
       const events = rows.flatMap((row): Array<PositionedEvent> =>
         row.id === null || row.tx === null ? [] : [{
@@ -126,4 +136,3 @@ export const readAfter = (
       return { events, head, full, held: first?.held === true, through }
     }
   )
-}
