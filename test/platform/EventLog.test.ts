@@ -3,6 +3,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import { readAfter, readAfterStatement } from "../../services/platform/EventLog.ts"
 import { TestDatabase } from "../support/database.ts"
+import { eventually } from "../support/wait.ts"
 
 interface PlanNode {
   readonly "Node Type": string
@@ -27,16 +28,9 @@ describe("the outbox read", () => {
         INSERT INTO domain_events (type, data, tx)
         SELECT 'monitor.heartbeat', jsonb_build_object('n', i), 1 + i * (pg_current_xact_id()::text::bigint - 2) / 20000
         FROM generate_series(1, 20000) AS i`
-      const newest = (offset: number) =>
-        Effect.map(
-          sql<{ tx: string; id: string }>`
-            SELECT e.tx::text AS tx, e.id::text AS id FROM domain_events AS e
-            ORDER BY e.tx DESC, e.id DESC OFFSET ${offset} LIMIT 1`,
-          ([row]) => ({ tx: BigInt(row.tx), id: BigInt(row.id) })
-        )
-      const last = yield* newest(0)
-      const tenthLast = yield* newest(10)
-      const after = tenthLast
+      const [newest] = yield* sql<{ tx: string; id: string }>`
+        SELECT e.tx::text AS tx, e.id::text AS id FROM domain_events AS e ORDER BY e.tx DESC, e.id DESC LIMIT 1`
+      const after = { tx: BigInt(newest.tx), id: BigInt(newest.id) }
 
       // As the shared read and the live reader ask: the horizon taken by the statement itself.
       const [text, params] = readAfterStatement(sql, { after, limit: 1000 }).compile()
@@ -50,10 +44,20 @@ describe("the outbox read", () => {
       expect(scans.length).toBeGreaterThan(0)
       expect(scans).not.toContain("Seq Scan")
 
-      const read = yield* readAfter(sql, { after, limit: 1000 })
-      expect(read.events.map((positioned) => positioned.event.data)).toEqual(
-        Array.from({ length: 10 }, (_, i) => ({ n: 19991 + i }))
+      // And it reads as before: ten more events, committed in a transaction of their own, once
+      // no transaction of the run's other tests holds the horizon below them.
+      yield* sql`
+        INSERT INTO domain_events (type, data)
+        SELECT 'monitor.heartbeat', jsonb_build_object('n', i) FROM generate_series(20001, 20010) AS i`
+      const read = yield* eventually(
+        "the ten new events below the horizon",
+        readAfter(sql, { after, limit: 1000 }),
+        (read) => read.events.length === 10 && !read.held
       )
-      expect(read).toMatchObject({ full: false, held: false, head: last })
+      expect(read.events.map((positioned) => positioned.event.data)).toEqual(
+        Array.from({ length: 10 }, (_, i) => ({ n: 20001 + i }))
+      )
+      expect(read.full).toBe(false)
+      expect(read.head).toEqual(read.events[9].position)
     }).pipe(Effect.provide(TestDatabase)))
 })
