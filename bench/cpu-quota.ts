@@ -40,7 +40,14 @@ export const makeCpuQuota = (name: string, cores: number): CpuQuota => {
   return {
     // Moving the process moves all its threads; threads it starts later stay in the group.
     add: (pid) => writeFile(Path.join(dir, "cgroup.procs"), String(pid)),
-    // A cgroup is removed with rmdir once its processes have exited.
-    remove: () => Fs.rmdirSync(dir)
+    // A cgroup is removed with rmdir once its processes have exited (best effort: an empty
+    // group left behind by a process that is still exiting costs nothing).
+    remove: () => {
+      try {
+        Fs.rmdirSync(dir)
+      } catch {
+        // still busy or already gone
+      }
+    }
   }
 }
