@@ -134,3 +134,33 @@ export const sampleWaits = (sql: SqlClient.SqlClient, active: () => boolean) =>
     return [...counts].sort((a, b) => b[1] - a[1]).slice(0, 6)
       .map(([wait, n]) => `${wait} ${(n / Math.max(1, samples)).toFixed(2)}`).join(", ")
   })
+
+/** With `PG_STATEMENTS=1`: Postgres loads pg_stat_statements (see `topStatements`). */
+export const statementSettings = { shared_preload_libraries: "pg_stat_statements", "pg_stat_statements.track": "all" }
+
+/** Starts counting this database's statements from zero; the time it did (`performance.now()`). */
+export const resetStatements = (sql: SqlClient.SqlClient) =>
+  Effect.gen(function*() {
+    yield* sql`CREATE EXTENSION IF NOT EXISTS pg_stat_statements`
+    yield* sql`SELECT pg_stat_statements_reset()`
+    return performance.now()
+  })
+
+/**
+ * The `top` statements of this database by Postgres time since `resetStatements`, one line
+ * each: calls per second, milliseconds per call and the share of one core.
+ */
+export const topStatements = (sql: SqlClient.SqlClient, since: number, top = 8) =>
+  Effect.gen(function*() {
+    const seconds = (performance.now() - since) / 1000
+    const rows = yield* sql<{ calls: number; ms: number; query: string }>`
+      SELECT calls::float8 AS calls, total_exec_time AS ms, left(regexp_replace(query, '[[:space:]]+', ' ', 'g'), 110) AS query
+      FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database())
+      ORDER BY total_exec_time DESC LIMIT ${top}`
+    return rows.map((row) =>
+      `${(row.calls / seconds).toFixed(0).padStart(6)}/s ${
+        (row.ms / Math.max(1, row.calls)).toFixed(3).padStart(8)
+      } ms ` +
+      `${(row.ms / 10 / seconds).toFixed(1).padStart(5)}% ${row.query}`
+    )
+  })

@@ -24,7 +24,8 @@
  * prints the ratio of their capacities and CPU per check. RUNNER_CPU (e.g. 0.3) gives each
  * runner a hard quota of that many cores (its own cgroup; Linux, root), as if each ran on a
  * small machine of its own: on a 2-core machine that is how two runners can be compared
- * with one without the second taking the CPU Postgres and the target need.
+ * with one without the second taking the CPU Postgres and the target need. PG_STATEMENTS=1
+ * prints the statements that took Postgres the most time in the measured window.
  */
 import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
@@ -35,7 +36,14 @@ import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
 import { runBaseline } from "./monitors-baseline.ts"
 import { FREQUENCY, type Lateness, meetsGoal, type Row, type RunResult, runResult, toRows } from "./monitors-results.ts"
-import { sampleWaits, startRunners, waitForShardsSpread } from "./monitors-runners.ts"
+import {
+  resetStatements,
+  sampleWaits,
+  startRunners,
+  statementSettings,
+  topStatements,
+  waitForShardsSpread
+} from "./monitors-runners.ts"
 import { sample } from "./process-usage.ts"
 import { freePort, printTable, startProcess, stop } from "./support.ts"
 
@@ -90,6 +98,7 @@ const runCanopy = async (options: {
   readonly seconds: number
   readonly warmup: number
   readonly coresPerRunner: number | undefined
+  readonly statements: boolean
 }): Promise<RunResult> => {
   const { n, seconds, warmup } = options
   const dbName = `bench_monitors_${n}_${options.runners}_${Date.now()}`
@@ -129,6 +138,7 @@ const runCanopy = async (options: {
 
     // Wait for the first slot, then sample the steady state.
     await sleep(Math.max(0, start - Date.now()))
+    const statementsSince = options.statements ? await withSql(databaseUrl, resetStatements) : undefined
     const sampler = sample(runners.processes.map((p) => p.pid!), options.pgDataDir)
     const pg0 = await withSql(databaseUrl, pgCounters)
     let sampling = true
@@ -141,6 +151,11 @@ const runCanopy = async (options: {
     const usage = sampler.stop()
     sampling = false
     console.error(`[bench] ${label}: Postgres sessions waiting (average): ${await waits}`)
+    if (statementsSince !== undefined) {
+      const lines = await withSql(databaseUrl, (sql) => topStatements(sql, statementsSince))
+      console.error(`[bench] ${label}: Postgres statements by time (calls/s, ms/call, % of a core):`)
+      for (const line of lines) console.error(`[bench]   ${line}`)
+    }
     const pg1 = await withSql(databaseUrl, pgCounters)
     const pgLoad = {
       xactPerSecond: (pg1.xact - pg0.xact) / seconds,
@@ -208,12 +223,17 @@ const main = async () => {
   const compare = process.env.COMPARE_RUNNERS === "1"
   const cluster = compare || runnerCount > 1 || process.env.CLUSTER === "1"
   const coresPerRunner = process.env.RUNNER_CPU ? Number(process.env.RUNNER_CPU) : undefined
+  const statements = process.env.PG_STATEMENTS === "1"
   const steps = (process.env.FIND_STEPS ?? "10000,20000,30000,40000,50000,60000,80000").split(",").map(Number)
   const scope = Effect.runSync(Scope.make())
   const dir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-"))
   Fs.chmodSync(dir, 0o755)
   const pgDataDir = Path.join(dir, "pg")
-  const pg = await Effect.runPromise(startEmbeddedPostgres({ dataDir: pgDataDir }).pipe(Scope.provide(scope)))
+  const pg = await Effect.runPromise(
+    startEmbeddedPostgres({ dataDir: pgDataDir, settings: statements ? statementSettings : undefined }).pipe(
+      Scope.provide(scope)
+    )
+  )
   const targetPort = await freePort()
   const targetProcess = await startProcess(
     "bench/bare-server.ts",
@@ -231,7 +251,8 @@ const main = async () => {
       cluster,
       seconds,
       warmup,
-      coresPerRunner
+      coresPerRunner,
+      statements
     })
   const rows: Array<Row> = []
   try {

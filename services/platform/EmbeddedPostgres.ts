@@ -57,6 +57,8 @@ export const startEmbeddedPostgres = (options: {
   readonly dataDir: string
   readonly port?: number | undefined
   readonly log?: ((line: unknown) => void) | undefined
+  /** Extra server settings (`-c name=value`), e.g. for a benchmark's diagnostics. */
+  readonly settings?: Readonly<Record<string, string>> | undefined
 }) =>
   Effect.acquireRelease(
     Effect.tryPromise({
@@ -89,12 +91,16 @@ export const startEmbeddedPostgres = (options: {
  */
 const startOnFreePort = async (
   databaseDir: string,
-  options: { readonly port?: number | undefined; readonly log?: ((line: unknown) => void) | undefined }
+  options: {
+    readonly port?: number | undefined
+    readonly log?: ((line: unknown) => void) | undefined
+    readonly settings?: Readonly<Record<string, string>> | undefined
+  }
 ) => {
   for (let attempt = 1;; attempt++) {
     const port = options.port ?? await freePort()
     try {
-      return { child: await startServer(databaseDir, port, options.log), port }
+      return { child: await startServer(databaseDir, port, options.log, options.settings ?? {}), port }
     } catch (error) {
       const taken = String(error).includes("Address already in use")
       if (!taken || options.port !== undefined || attempt >= 3) throw error
@@ -152,7 +158,12 @@ const postgresUser = () => {
   return { uid: id("-u"), gid: id("-g") }
 }
 
-const startServer = async (databaseDir: string, port: number, log: ((line: unknown) => void) | undefined) => {
+const startServer = async (
+  databaseDir: string,
+  port: number,
+  log: ((line: unknown) => void) | undefined,
+  settings: Readonly<Record<string, string>>
+) => {
   const binary = await postgresBinary()
   return new Promise<ChildProcess>((resolve, reject) => {
     const child = spawn(binary, [
@@ -165,7 +176,8 @@ const startServer = async (databaseDir: string, port: number, log: ((line: unkno
       "-c",
       "max_connections=300",
       "-c",
-      "unix_socket_directories="
+      "unix_socket_directories=",
+      ...Object.entries(settings).flatMap(([name, value]) => ["-c", `${name}=${value}`])
     ], { ...(isRoot ? postgresUser() : {}), detached: true, stdio: ["ignore", "ignore", "pipe"] })
     let output = ""
     child.stderr!.on("data", (chunk: Buffer) => {
