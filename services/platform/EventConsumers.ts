@@ -202,8 +202,8 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
       // loops' business: every monitor check is a heartbeat for the live stream): no
       // transaction. The stored cursor stays behind for up to `idleCursorMs`, so a restart
       // re-reads at most that much of what it skips anyway; the window keeps it meanwhile.
-      if (segment !== undefined && performance.now() - lockedAt < deps.idleCursorMs) {
-        const read = sliceSegment(segment, known!, options.batchSize, options.types)
+      if (segment !== undefined && known !== undefined && performance.now() - lockedAt < deps.idleCursorMs) {
+        const read = sliceSegment(segment, known, options.batchSize, options.types)
         if (read !== undefined && read.events.length === 0 && !read.full) return read.held ? "held" : "caughtUp"
       }
       lockedAt = performance.now()

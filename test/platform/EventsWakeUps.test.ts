@@ -90,7 +90,8 @@ describe("Events wake-ups", () => {
   it.live("a consumer passes over other types' events without a transaction, and stores its cursor later", () =>
     Effect.gen(function*() {
       const url = yield* createTestDatabase
-      const runner = yield* startRunner(url, { idleConsumerCursorMs: 60_000 })
+      // Polls every 100 ms: the pause below sees several passes, even with no notification.
+      const runner = yield* startRunner(url, { idleConsumerCursorMs: 60_000, pollInterval: "100 millis" })
       const wanted: Array<number> = []
       const everything: Array<DomainEvent> = []
       yield* runner.run(Effect.flatMap(Events, (events) =>
