@@ -6,6 +6,7 @@ import * as Path from "node:path"
 import { bootstrapOrg, request, startApp, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
 import { eventually } from "../support/wait.ts"
+import { claimTime } from "./claimTime.ts"
 import { startReceiver } from "./receiver.ts"
 
 /**
@@ -55,6 +56,13 @@ describe.concurrent("webhook delivery", () => {
         const hookId = yield* createHook(api, { url: receiver.url(), retryIntervalSeconds: 10 })
         expect((yield* api(`/${hookId}/test`, { method: "POST" })).status).toBe(202)
 
+        // Attempt 2 is due retryIntervalSeconds × 1 after attempt 1 was claimed, just before it started.
+        const retrying = yield* deliveryOf(api, hookId, (d) => d.status === "pending" && d.responseCode === 503)
+        const retryAt = Date.parse(retrying.nextAttemptAt)
+        const firstStarted = Date.parse(retrying.attempts[0].startedAt)
+        expect(retryAt - firstStarted).toBeLessThanOrEqual(10_000)
+        expect(retryAt - firstStarted).toBeGreaterThan(9_000)
+
         const delivery = yield* deliveryOf(api, hookId, (d) => d.status === "success")
         expect(delivery).toMatchObject({ status: "success", attempt: 2, responseCode: 200 })
         expect(delivery.attempts.map((a: any) => [a.attempt, a.response?.statusCode, a.error])).toEqual([
@@ -64,8 +72,9 @@ describe.concurrent("webhook delivery", () => {
         expect(receiver.received).toHaveLength(2)
         const [first, second] = receiver.received
         expect(second.headers["x-service-delivery"]).toBe(first.headers["x-service-delivery"])
-        // Attempt 2 is due retryIntervalSeconds × 1 after attempt 1.
-        expect(second.at - first.at).toBeGreaterThanOrEqual(9_900)
+        // Not before it was due.
+        expect(Date.parse(delivery.attempts[1].startedAt)).toBeGreaterThanOrEqual(retryAt)
+        expect(second.at).toBeGreaterThanOrEqual(retryAt)
         const listed = (yield* api("")).body.webhooks[0]
         expect(listed).toMatchObject({ deliveryCount: 1, failureCount: 0 })
       }),
@@ -149,6 +158,7 @@ describe.concurrent("webhook delivery", () => {
       const hookId = yield* createHook(api, { url: receiver.url(), retryIntervalSeconds: 10 })
       yield* api(`/${hookId}/test`, { method: "POST" })
       yield* eventually("the first attempt in flight", Effect.sync(() => receiver.received.length), (n) => n === 1)
+      const claimedAt = yield* claimTime(first.sql, hookId)
       yield* first.stop
 
       const second = yield* startAppOnDatabase(databaseUrl, { dataDir })
@@ -160,7 +170,8 @@ describe.concurrent("webhook delivery", () => {
       )
       expect(rows[0].attempts).toBe(2)
       expect(receiver.received).toHaveLength(2)
-      expect(receiver.received[1].at - receiver.received[0].at).toBeGreaterThanOrEqual(9_900)
+      // Its outcome unknown, attempt 1's claim lapses retryIntervalSeconds × 1 after it was taken.
+      expect(receiver.received[1].at).toBeGreaterThanOrEqual(claimedAt + 10_000)
       // Attempt 1's outcome is unknown (no row); attempt 2 is logged once.
       const attempts = yield* second.sql<{ attempt: number }>`
         SELECT attempt FROM webhook_attempts WHERE delivery_seq = ${rows[0].seq}`
