@@ -31,6 +31,7 @@ import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
 import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
+import { EventRetentionCron } from "../src/entities/EventRetention.ts"
 import { IngestStreamEntityLayer } from "../src/entities/IngestStream.ts"
 import { MonitorSchedulingLive } from "../src/entities/MonitorScheduling.ts"
 import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
@@ -72,6 +73,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(OutboundGuard.layerFromConfig)
   )
   const Entities = Layer.mergeAll(
+    EventRetentionCron,
     OrganizationEntityLayer,
     Monitoring,
     IngestStreamEntityLayer,
