@@ -37,9 +37,10 @@ export const pruneEvents = (
   options: EventRetentionOptions
 ): Effect.Effect<number, SqlError> =>
   Effect.gen(function*() {
-    const cutoff = new Date(options.now - (options.retentionDays ?? EVENT_RETENTION_DAYS) * DAY_MS).toISOString()
-    const activeSince = new Date(options.now - (options.abandonedAfterDays ?? ABANDONED_CONSUMER_DAYS) * DAY_MS)
-      .toISOString()
+    const retentionDays = options.retentionDays ?? EVENT_RETENTION_DAYS
+    const abandonedAfterDays = options.abandonedAfterDays ?? ABANDONED_CONSUMER_DAYS
+    const cutoff = new Date(options.now - retentionDays * DAY_MS).toISOString()
+    const activeSince = new Date(options.now - abandonedAfterDays * DAY_MS).toISOString()
     const batchSize = options.batchSize ?? 10_000
 
     const abandoned = yield* sql<{ name: string }>`
@@ -47,11 +48,8 @@ export const pruneEvents = (
         AND (last_tx, last_event_id) < (SELECT tx, id FROM domain_events ORDER BY tx DESC, id DESC LIMIT 1)
       ORDER BY name`
     if (abandoned.length > 0) {
-      yield* Effect.logWarning(
-        `Outbox retention: consumers idle for over ${
-          options.abandonedAfterDays ?? ABANDONED_CONSUMER_DAYS
-        } days no longer hold events back`
-      ).pipe(Effect.annotateLogs({ consumers: abandoned.map((row) => row.name).join(", ") }))
+      yield* Effect.logWarning(`Outbox retention: consumers idle for over ${abandonedAfterDays} days hold nothing back`)
+        .pipe(Effect.annotateLogs({ consumers: abandoned.map((row) => row.name).join(", ") }))
     }
 
     // Everything before `end` may go: the first event of the retention period (events are in
