@@ -3,7 +3,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueCreatedEvent, IssueRegressedEvent } from "../../schemas/Observe.ts"
-import { notifySql } from "../platform/Events.ts"
+import { appendSelectedStatement, notifySql } from "../platform/Events.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import type { CommitPlan, IssueDelta, KeptEvent } from "./CommitPlan.ts"
 import { Performance } from "./Performance.ts"
@@ -231,16 +231,15 @@ export class IngestWriter extends Context.Service<IngestWriter, {
               resolved_at = CASE WHEN i.status = 'resolved' THEN NULL ELSE i.resolved_at END,
               regressed_at = CASE WHEN i.status = 'resolved' THEN now() ELSE i.regressed_at END
             RETURNING id, fingerprint, (xmax = 0) AS inserted, coalesce(regressed_at = now(), false) AS regressed
-            ), appended AS (
-              -- The domain events as publishAll appends them: created issues, then reopened ones.
-              INSERT INTO domain_events (type, org_id, data)
-              SELECT CASE WHEN u.inserted THEN ${IssueCreatedEvent.type} ELSE ${IssueRegressedEvent.type} END, ${orgId},
-                jsonb_build_object('issueId', u.id)
-              FROM upserted u
-              WHERE u.inserted OR u.regressed
-              ORDER BY u.inserted DESC, u.fingerprint
-              RETURNING 1
-            )
+            ), appended AS (${
+            // The domain events as publishAll appends them: created issues, then reopened ones.
+            appendSelectedStatement(
+              sql,
+              sql`SELECT CASE WHEN u.inserted THEN ${IssueCreatedEvent.type} ELSE ${IssueRegressedEvent.type} END,
+                  ${orgId}, jsonb_build_object('issueId', u.id)
+                FROM upserted u WHERE u.inserted OR u.regressed
+                ORDER BY u.inserted DESC, u.fingerprint`
+            )})
             -- Every issue's row is returned, so the notification is evaluated whenever events were appended.
             SELECT u.id, u.inserted, u.regressed, ${notifySql(sql, "appended")} AS notified
             FROM upserted u`

@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { IssueRegressedEvent } from "../../schemas/Observe.ts"
-import { notifySql } from "../platform/Events.ts"
+import { appendSelectedStatement, notifySql } from "../platform/Events.ts"
 
 /**
  * Folds an organization's buffered issue counters (`observe_issue_pending`, one row per
@@ -76,13 +76,13 @@ export const foldIssueCounters = (
         LEFT JOIN environments e ON e.id = t.id
       WHERE i.id = t.id AND i.org_id = ${orgId}
       RETURNING i.id, coalesce(i.regressed_at = now(), false) AS regressed
-    ), appended AS (
-      INSERT INTO domain_events (type, org_id, data)
-      SELECT ${IssueRegressedEvent.type}, ${orgId}, jsonb_build_object('issueId', u.id)
-      FROM updated u WHERE u.regressed
-      ORDER BY u.id
-      RETURNING 1
+    ), appended AS (${
+    appendSelectedStatement(
+      sql,
+      sql`SELECT ${IssueRegressedEvent.type}, ${orgId}, jsonb_build_object('issueId', u.id)
+        FROM updated u WHERE u.regressed ORDER BY u.id`
     )
+  })
     -- Only regressed rows are returned: the notification is evaluated whenever events were appended.
     SELECT u.id, ${notifySql(sql, "appended")} AS notified
     FROM updated u WHERE u.regressed`.pipe(Effect.map((rows) => rows.map((row) => row.id)))

@@ -108,6 +108,14 @@ export const appendStatement = (
 }
 
 /**
+ * The outbox insert of the events a query selects (columns `type`, `org_id`, `data`, in the
+ * query's order), to embed like `appendStatement` when the events come from the rows of the
+ * statement itself (e.g. one per issue an upsert created).
+ */
+export const appendSelectedStatement = (sql: SqlClient.SqlClient, select: Statement.Fragment) =>
+  sql`INSERT INTO domain_events (type, org_id, data) ${select} RETURNING 1`
+
+/**
  * The select list entry that wakes every runner once the statement's transaction commits
  * (NOTIFY is transactional), after the CTE named `appended` ran, if it appended any event.
  */
