@@ -6,7 +6,7 @@ import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../sch
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
-import { isOpen, loadById } from "./PullRequestRows.ts"
+import { closeStale, isOpen, loadById, markStale, setAutoMerge } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 const DAY_MS = 86_400_000
@@ -51,15 +51,13 @@ export class Automation extends Context.Service<Automation, {
             deleteBranch: input.deleteBranch ?? false,
             enabledBy: actor.id
           }
-          yield* sql`
-            UPDATE pull_requests SET auto_merge = ${JSON.stringify(setting)}::jsonb, updated_at = now()
-            WHERE id = ${pull.row.id}`.pipe(Effect.orDie)
+          yield* setAutoMerge(sql, pull.row.id, setting).pipe(Effect.orDie)
           return yield* pulls.render(pull.row.id).pipe(Effect.orDie)
         }
       )
 
       const disableAutoMerge = (pull: PullContext) =>
-        sql`UPDATE pull_requests SET auto_merge = NULL, updated_at = now() WHERE id = ${pull.row.id}`.pipe(
+        setAutoMerge(sql, pull.row.id, null).pipe(
           Effect.orDie,
           Effect.andThen(pulls.render(pull.row.id).pipe(Effect.orDie))
         )
@@ -76,7 +74,7 @@ export class Automation extends Context.Service<Automation, {
       /** Turns auto-merge off with a comment saying why. */
       const giveUp = (prId: string, headSha: string, reason: string) =>
         sql.withTransaction(Effect.gen(function*() {
-          yield* sql`UPDATE pull_requests SET auto_merge = NULL, updated_at = now() WHERE id = ${prId}`
+          yield* setAutoMerge(sql, prId, null)
           yield* withSql(comments.system(prId, headSha, `Auto-merge could not merge this pull request: ${reason}`))
         })).pipe(Effect.orDie)
 
@@ -123,11 +121,7 @@ export class Automation extends Context.Service<Automation, {
         const closeAt = since + settings.close * DAY_MS
         if (now >= closeAt) {
           yield* sql.withTransaction(Effect.gen(function*() {
-            const closed = yield* sql`
-              UPDATE pull_requests SET state = 'closed', closed_at = ${new Date(now)}, auto_merge = NULL,
-                updated_at = ${new Date(now)}
-              WHERE id = ${row.id} AND state IN ('open', 'draft') AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at}
-              RETURNING id`
+            const closed = yield* closeStale(sql, row.id, row.last_activity_at, new Date(now))
             if (closed.length === 0) return
             yield* withSql(comments.system(
               row.id,
@@ -141,10 +135,7 @@ export class Automation extends Context.Service<Automation, {
         }
         if (now >= warnAt && row.stale_warned_at === null) {
           yield* sql.withTransaction(Effect.gen(function*() {
-            const warned = yield* sql`
-              UPDATE pull_requests SET stale_warned_at = ${new Date(now)},
-                labels = array_append(array_remove(labels, ${STALE_LABEL}), ${STALE_LABEL})
-              WHERE id = ${row.id} AND date_trunc('milliseconds', last_activity_at) = ${row.last_activity_at} RETURNING id`
+            const warned = yield* markStale(sql, row.id, row.last_activity_at, new Date(now), STALE_LABEL)
             if (warned.length === 0) return
             yield* withSql(comments.system(
               row.id,

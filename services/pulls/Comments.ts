@@ -13,7 +13,7 @@ import { RepoCache } from "../git/RepoCache.ts"
 import { makeId } from "../platform/Ids.ts"
 import { diffAgainstMergeBase, newSideLines, parseDiff } from "./PullDiff.ts"
 import type { Actor } from "./PullEvents.ts"
-import { isOpen, personOf } from "./PullRequestRows.ts"
+import { isOpen, personOf, touchActivity } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
 
 interface CommentRow {
@@ -178,10 +178,7 @@ export class Comments extends Context.Service<Comments, {
                 ${input.startLine ?? input.line!}, ${input.line!}, ${JSON.stringify(suggestion.lines)}::jsonb,
                 ${suggestion.replacement}, ${pull.row.head_sha}, ${now})`
           }
-          yield* sql`
-            UPDATE pull_requests SET last_activity_at = ${now}, stale_warned_at = NULL,
-              labels = array_remove(labels, 'stale'), updated_at = ${now}
-            WHERE id = ${pull.row.id}`
+          yield* touchActivity(sql, pull.row.id, now)
         })).pipe(Effect.orDie)
         const [row] = yield* sql<CommentRow>`${select} WHERE c.id = ${id}`.pipe(Effect.orDie)
         return toComment(row)

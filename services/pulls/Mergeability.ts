@@ -13,7 +13,7 @@ import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./Me
 import { MergeConflict, mergeTrees } from "./MergeTree.ts"
 import { changedFiles } from "./PullDiff.ts"
 import { publishPullRequestEvent } from "./PullEvents.ts"
-import { isOpen, loadById, type PrRow } from "./PullRequestRows.ts"
+import { isOpen, loadById, moveHead, type PrRow, recordTestMerge, setMergeableState } from "./PullRequestRows.ts"
 import { PullRequests } from "./PullRequests.ts"
 import { Reviews } from "./Reviews.ts"
 
@@ -70,11 +70,7 @@ export class Mergeability extends Context.Service<Mergeability, {
       const recordHead = (repo: RepoRecord, row: PrRow, head: string, sender: { id: string; name: string } | null) =>
         sql.withTransaction(Effect.gen(function*() {
           const now = new Date(yield* Clock.currentTimeMillis)
-          const moved = yield* sql`
-            UPDATE pull_requests SET head_sha = ${head}, mergeable = NULL, mergeable_state = 'unknown',
-              last_activity_at = ${now}, stale_warned_at = NULL, labels = array_remove(labels, 'stale'),
-              updated_at = ${now}
-            WHERE id = ${row.id} AND head_sha = ${row.head_sha} RETURNING id`
+          const moved = yield* moveHead(sql, row.id, row.head_sha, head, now)
           if (moved.length === 0) return
           const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
           yield* withSql(publishPullRequestEvent(PullRequestUpdated, repo, fresh, sender, {
@@ -139,18 +135,14 @@ export class Mergeability extends Context.Service<Mergeability, {
                 current.mergeable !== null && current.base_sha === target.value && current.head_sha === head.value
               ) return undefined
               const result = yield* testMerge(cache, synced, target.value, head.value).pipe(Effect.orDie)
-              yield* sql`
-                UPDATE pull_requests SET mergeable = ${result.mergeable}, conflicts = ${
-                JSON.stringify(result.conflicts)
-              }::jsonb, base_sha = ${target.value}
-                WHERE id = ${row.id} AND head_sha = ${head.value}`.pipe(Effect.orDie)
+              yield* recordTestMerge(sql, row.id, head.value, { ...result, baseSha: target.value }).pipe(Effect.orDie)
               return yield* changedFiles({ dir: synced.dir, env: {} }, target.value, head.value).pipe(Effect.orDie)
             }))
           if (changedPaths !== undefined) yield* requestCodeOwners(row.id, changedPaths)
           const updated = Option.getOrThrow(yield* withSql(loadById(row.id)))
           const state = yield* stateOf(repo, updated)
           if (state !== updated.mergeable_state) {
-            yield* sql`UPDATE pull_requests SET mergeable_state = ${state} WHERE id = ${row.id}`.pipe(Effect.orDie)
+            yield* setMergeableState(sql, row.id, state).pipe(Effect.orDie)
           }
           return Option.some({ ...updated, mergeable_state: state })
         }

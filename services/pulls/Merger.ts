@@ -14,7 +14,7 @@ import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./Me
 import { buildMergeCommit } from "./MergeStrategies.ts"
 import { commitsBetween, MergeConflict, packNewObjects } from "./MergeTree.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
-import { isOpen, loadById, type PrRow } from "./PullRequestRows.ts"
+import { isOpen, loadById, markMerged, type PrRow } from "./PullRequestRows.ts"
 import { PullRequests } from "./PullRequests.ts"
 
 export interface MergeOptions {
@@ -225,11 +225,7 @@ export class Merger extends Context.Service<Merger, {
             const { commitMessages, head, message, sha } = outcome.value
             const now = new Date(yield* Clock.currentTimeMillis)
             yield* sql.withTransaction(Effect.gen(function*() {
-              yield* sql`
-                UPDATE pull_requests SET state = 'merged', merged_at = ${now}, merged_by = ${mergedBy.id},
-                  merge_commit_sha = ${sha}, head_sha = ${head}, closed_at = ${now}, auto_merge = NULL,
-                  mergeable_state = 'merged', updated_at = ${now}
-                WHERE id = ${row.id}`
+              yield* markMerged(sql, row.id, { now, mergedBy: mergedBy.id, sha, head })
               const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
               const sender = { id: mergedBy.id, name: mergedBy.name }
               yield* withSql(publishPullRequestEvent(PullRequestMerged, repo, fresh, sender, {

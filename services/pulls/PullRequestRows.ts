@@ -4,6 +4,11 @@ import type { EventPullRequest } from "../../schemas/PullRequestEvents.ts"
 import type { AutoMerge, MergeableState, Person, PullRequest, PullRequestState } from "../../schemas/PullRequests.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 
+/*
+ * The `pull_requests` table: its row, how the API and events present it, and every statement
+ * on it (the table's one owner; the services run these in their own transactions).
+ */
+
 /** A pull request row with its author, merger and requested reviewers joined. */
 export interface PrRow {
   readonly id: string
@@ -130,3 +135,139 @@ export const loadByNumber = (repoId: string, number: number) =>
       .pipe(Effect.orDie)
     return Option.fromNullishOr(rows[0])
   })
+
+/* Writes, and the id lookups of the entity's signals and sweep. */
+
+export interface NewPullRequestRow {
+  readonly id: string
+  readonly repoId: string
+  readonly orgId: string
+  readonly number: number
+  readonly title: string
+  readonly body: string
+  readonly state: PullRequestState
+  readonly sourceBranch: string
+  readonly targetBranch: string
+  readonly authorId: string
+  readonly baseSha: string
+  readonly headSha: string
+  readonly now: Date
+}
+
+export const insertPullRequest = (sql: SqlClient.SqlClient, row: NewPullRequestRow) =>
+  sql`
+    INSERT INTO pull_requests (id, repo_id, org_id, number, title, body, state, source_branch, target_branch,
+      author_id, base_sha, head_sha, last_activity_at, created_at, updated_at)
+    VALUES (${row.id}, ${row.repoId}, ${row.orgId}, ${row.number}, ${row.title}, ${row.body}, ${row.state},
+      ${row.sourceBranch}, ${row.targetBranch}, ${row.authorId}, ${row.baseSha}, ${row.headSha}, ${row.now},
+      ${row.now}, ${row.now})`
+
+/** The fields a PATCH (title, body, state, draft) sets. */
+export interface PullRequestEdit {
+  readonly title: string
+  readonly body: string
+  readonly state: PullRequestState
+  readonly closedAt: Date | null
+  readonly autoMerge: AutoMerge | null
+  readonly lastActivityAt: Date
+  readonly staleWarnedAt: Date | null
+  readonly now: Date
+}
+
+export const updatePullRequest = (sql: SqlClient.SqlClient, id: string, edit: PullRequestEdit) =>
+  sql`
+    UPDATE pull_requests SET title = ${edit.title}, body = ${edit.body}, state = ${edit.state},
+      closed_at = ${edit.closedAt}, auto_merge = ${
+    edit.autoMerge === null ? null : JSON.stringify(edit.autoMerge)
+  }::jsonb,
+      last_activity_at = ${edit.lastActivityAt}, stale_warned_at = ${edit.staleWarnedAt}, updated_at = ${edit.now}
+    WHERE id = ${id}`
+
+/** Activity (a review, a comment) lifts the stale label and restarts the stale count. */
+export const touchActivity = (sql: SqlClient.SqlClient, id: string, now: Date) =>
+  sql`
+    UPDATE pull_requests SET last_activity_at = ${now}, stale_warned_at = NULL,
+      labels = array_remove(labels, 'stale'), updated_at = ${now}
+    WHERE id = ${id}`
+
+export const markMerged = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  merge: { readonly now: Date; readonly mergedBy: string; readonly sha: string; readonly head: string }
+) =>
+  sql`
+    UPDATE pull_requests SET state = 'merged', merged_at = ${merge.now}, merged_by = ${merge.mergedBy},
+      merge_commit_sha = ${merge.sha}, head_sha = ${merge.head}, closed_at = ${merge.now}, auto_merge = NULL,
+      mergeable_state = 'merged', updated_at = ${merge.now}
+    WHERE id = ${id}`
+
+/** Turns auto-merge on with its setting, or off (`null`). */
+export const setAutoMerge = (sql: SqlClient.SqlClient, id: string, setting: AutoMerge | null) =>
+  sql`
+    UPDATE pull_requests SET auto_merge = ${setting === null ? null : JSON.stringify(setting)}::jsonb,
+      updated_at = now()
+    WHERE id = ${id}`
+
+/** Closes a stale pull request, unless activity came after `lastActivityAt`; the id if it did. */
+export const closeStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date) =>
+  sql<{ id: string }>`
+    UPDATE pull_requests SET state = 'closed', closed_at = ${now}, auto_merge = NULL, updated_at = ${now}
+    WHERE id = ${id} AND state IN ('open', 'draft')
+      AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
+    RETURNING id`
+
+/** Labels a pull request `label` (stale) and notes when, unless activity came after `lastActivityAt`. */
+export const markStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date, label: string) =>
+  sql<{ id: string }>`
+    UPDATE pull_requests SET stale_warned_at = ${now}, labels = array_append(array_remove(labels, ${label}), ${label})
+    WHERE id = ${id} AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
+    RETURNING id`
+
+/** New commits on the source branch: mergeability unknown again, and activity. The id if the head was `from`. */
+export const moveHead = (sql: SqlClient.SqlClient, id: string, from: string, to: string, now: Date) =>
+  sql<{ id: string }>`
+    UPDATE pull_requests SET head_sha = ${to}, mergeable = NULL, mergeable_state = 'unknown',
+      last_activity_at = ${now}, stale_warned_at = NULL, labels = array_remove(labels, 'stale'), updated_at = ${now}
+    WHERE id = ${id} AND head_sha = ${from}
+    RETURNING id`
+
+/** A test merge's outcome, kept while the head is still `headSha`. */
+export const recordTestMerge = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  headSha: string,
+  result: { readonly mergeable: boolean; readonly conflicts: ReadonlyArray<string>; readonly baseSha: string }
+) =>
+  sql`
+    UPDATE pull_requests SET mergeable = ${result.mergeable}, conflicts = ${JSON.stringify(result.conflicts)}::jsonb,
+      base_sha = ${result.baseSha}
+    WHERE id = ${id} AND head_sha = ${headSha}`
+
+export const setMergeableState = (sql: SqlClient.SqlClient, id: string, state: MergeableState) =>
+  sql`UPDATE pull_requests SET mergeable_state = ${state} WHERE id = ${id}`
+
+/** Open pull requests from `branch`. */
+export const openFromBranch = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
+  sql<{ id: string }>`
+    SELECT id FROM pull_requests WHERE repo_id = ${repoId} AND state IN ('open', 'draft') AND source_branch = ${branch}`
+
+/** The target `branch` moved: the mergeability of open pull requests into it is unknown again. */
+export const resetMergeabilityInto = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
+  sql<{ id: string; auto: boolean }>`
+    UPDATE pull_requests SET mergeable = NULL, mergeable_state = 'unknown'
+    WHERE repo_id = ${repoId} AND state IN ('open', 'draft') AND target_branch = ${branch}
+    RETURNING id, auto_merge IS NOT NULL AS auto`
+
+/** Open pull requests whose head is `sha`. */
+export const openAtHead = (sql: SqlClient.SqlClient, repoId: string, sha: string) =>
+  sql<{ id: string }>`
+    SELECT id FROM pull_requests WHERE repo_id = ${repoId} AND head_sha = ${sha} AND state IN ('open', 'draft')`
+
+/** Open pull requests whose next stale step (warning or closing) is due by `horizon`. */
+export const staleStepDue = (sql: SqlClient.SqlClient, horizon: Date) =>
+  sql<{ id: string }>`
+    SELECT p.id FROM pull_requests p JOIN repositories r ON r.id = p.repo_id
+    WHERE p.state IN ('open', 'draft') AND r.stale_enabled AND r.deleted_at IS NULL
+      AND CASE WHEN p.stale_warned_at IS NULL
+        THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
+        ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`

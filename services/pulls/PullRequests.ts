@@ -16,7 +16,16 @@ import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
-import { isOpen, loadById, loadByNumber, type PrRow, selectPullRequests, toPullRequest } from "./PullRequestRows.ts"
+import {
+  insertPullRequest,
+  isOpen,
+  loadById,
+  loadByNumber,
+  type PrRow,
+  selectPullRequests,
+  toPullRequest,
+  updatePullRequest
+} from "./PullRequestRows.ts"
 
 /** A pull request with its repository, as the other pull request services need them. */
 export interface PullContext {
@@ -110,11 +119,21 @@ export class PullRequests extends Context.Service<PullRequests, {
           const now = new Date(yield* Clock.currentTimeMillis)
           yield* sql.withTransaction(Effect.gen(function*() {
             const number = yield* withSql(nextNumber(repo.id))
-            yield* sql`
-              INSERT INTO pull_requests (id, repo_id, org_id, number, title, body, state, source_branch, target_branch,
-                author_id, base_sha, head_sha, last_activity_at, created_at, updated_at)
-              VALUES (${id}, ${repo.id}, ${repo.orgId}, ${number}, ${input.title}, ${input.body ?? ""}, ${state},
-                ${input.sourceBranch}, ${target}, ${actor.id}, ${base.value}, ${head.value}, ${now}, ${now}, ${now})`
+            yield* insertPullRequest(sql, {
+              id,
+              repoId: repo.id,
+              orgId: repo.orgId,
+              number,
+              title: input.title,
+              body: input.body ?? "",
+              state,
+              sourceBranch: input.sourceBranch,
+              targetBranch: target,
+              authorId: actor.id,
+              baseSha: base.value,
+              headSha: head.value,
+              now
+            })
             const row = yield* withSql(loadById(id))
             yield* withSql(publishPullRequestEvent(PullRequestOpened, repo, Option.getOrThrow(row), actor, {}))
           })).pipe(
@@ -169,14 +188,16 @@ export class PullRequests extends Context.Service<PullRequests, {
           const now = new Date(yield* Clock.currentTimeMillis)
           const reopening = row.state === "closed" && state === "open"
           yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`
-              UPDATE pull_requests SET title = ${title}, body = ${body}, state = ${state},
-                closed_at = ${state === "closed" ? (row.closed_at ?? now) : null},
-                auto_merge = ${state === "closed" ? null : row.auto_merge},
-                last_activity_at = ${reopening ? now : row.last_activity_at},
-                stale_warned_at = ${reopening ? null : row.stale_warned_at},
-                updated_at = ${now}
-              WHERE id = ${row.id}`
+            yield* updatePullRequest(sql, row.id, {
+              title,
+              body,
+              state,
+              closedAt: state === "closed" ? (row.closed_at ?? now) : null,
+              autoMerge: state === "closed" ? null : row.auto_merge,
+              lastActivityAt: reopening ? now : row.last_activity_at,
+              staleWarnedAt: reopening ? null : row.stale_warned_at,
+              now
+            })
             const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
             if (state === "closed" && row.state !== "closed") {
               yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, actor, { merged: false }))

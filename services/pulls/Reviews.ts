@@ -5,7 +5,7 @@ import { PullRequestReviewSubmitted } from "../../schemas/PullRequestEvents.ts"
 import type { CreateReview, Review, ReviewList, ReviewState } from "../../schemas/PullRequests.ts"
 import { makeId } from "../platform/Ids.ts"
 import { type Actor, publishPullRequestEvent, publishReviewRequested } from "./PullEvents.ts"
-import { isOpen, loadById, personOf } from "./PullRequestRows.ts"
+import { isOpen, loadById, personOf, touchActivity } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 interface ReviewRow {
@@ -86,10 +86,7 @@ export class Reviews extends Context.Service<Reviews, {
       const submitted = (pull: PullContext, actor: Actor, review: ReviewRow) =>
         Effect.gen(function*() {
           const now = new Date(yield* Clock.currentTimeMillis)
-          yield* sql`
-            UPDATE pull_requests SET last_activity_at = ${now}, stale_warned_at = NULL,
-              labels = array_remove(labels, 'stale'), updated_at = ${now}
-            WHERE id = ${pull.row.id}`
+          yield* touchActivity(sql, pull.row.id, now)
           const fresh = Option.getOrThrow(yield* withSql(loadById(pull.row.id)))
           yield* withSql(publishPullRequestEvent(PullRequestReviewSubmitted, pull.repo, fresh, actor, {
             review: { id: review.id, state: review.state, body: review.body, reviewer: actor.username }

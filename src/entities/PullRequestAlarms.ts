@@ -1,6 +1,7 @@
 import { Cause, Clock, Context, Duration, Effect, Fiber, Layer, Schedule } from "effect"
 import { EntityId, Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import { staleStepDue } from "../../services/pulls/PullRequestRows.ts"
 import { PullRequest } from "./PullRequest.ts"
 import { sleepUntil } from "./SleepUntil.ts"
 
@@ -94,12 +95,7 @@ export const PullRequestSweep = (options?: { readonly sweepInterval?: Duration.I
     const interval = Duration.fromInputUnsafe(options?.sweepInterval ?? "10 minutes")
     const sweep = Effect.gen(function*() {
       const horizon = new Date((yield* Clock.currentTimeMillis) + Duration.toMillis(interval))
-      const rows = yield* sql<{ id: string }>`
-        SELECT p.id FROM pull_requests p JOIN repositories r ON r.id = p.repo_id
-        WHERE p.state IN ('open', 'draft') AND r.stale_enabled AND r.deleted_at IS NULL
-          AND CASE WHEN p.stale_warned_at IS NULL
-            THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
-            ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`
+      const rows = yield* staleStepDue(sql, horizon)
       // Right after a start the shards may not be assigned yet: retry each a few times.
       yield* Effect.forEach(
         rows,

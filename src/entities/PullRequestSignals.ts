@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { PushEvent } from "../../schemas/Repositories.ts"
 import { Events } from "../../services/platform/Events.ts"
 import { CommitStatusEvent } from "../../services/pulls/BranchRules.ts"
+import { openAtHead, openFromBranch, resetMergeabilityInto } from "../../services/pulls/PullRequestRows.ts"
 import { PullRequest } from "./PullRequest.ts"
 
 /**
@@ -36,25 +37,18 @@ export const PullRequestSignals = Layer.effectDiscard(Effect.gen(function*() {
         const { ref, repository, sender } = push.value
         if (!ref.startsWith("refs/heads/")) return
         const branch = ref.slice("refs/heads/".length)
-        const sources = yield* sql<{ id: string }>`
-          SELECT id FROM pull_requests
-          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND source_branch = ${branch}`
+        const sources = yield* openFromBranch(sql, repository.id, branch)
         yield* nudge(sources.map((row) => row.id), sender === null ? null : { id: sender.id, name: sender.name })
         // Into the branch: mergeability is unknown again. Computed at once where auto-merge
         // waits, otherwise when next asked for (GitHub's way: a busy target would otherwise
         // cost a merge per open pull request on every push).
-        const targets = yield* sql<{ id: string; auto: boolean }>`
-          UPDATE pull_requests SET mergeable = NULL, mergeable_state = 'unknown'
-          WHERE repo_id = ${repository.id} AND state IN ('open', 'draft') AND target_branch = ${branch}
-          RETURNING id, auto_merge IS NOT NULL AS auto`
+        const targets = yield* resetMergeabilityInto(sql, repository.id, branch)
         yield* nudge(targets.filter((row) => row.auto).map((row) => row.id), null)
         return
       }
       const status = CommitStatusEvent.match(event)
       if (Option.isSome(status)) {
-        const rows = yield* sql<{ id: string }>`
-          SELECT id FROM pull_requests
-          WHERE repo_id = ${status.value.repoId} AND head_sha = ${status.value.sha} AND state IN ('open', 'draft')`
+        const rows = yield* openAtHead(sql, status.value.repoId, status.value.sha)
         yield* nudge(rows.map((row) => row.id), null)
       }
     }), { types: [PushEvent.type, CommitStatusEvent.type], from: "now" })
