@@ -1,7 +1,14 @@
-import { Effect, Option } from "effect"
+import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import type { EventPullRequest } from "../../schemas/PullRequestEvents.ts"
-import type { AutoMerge, MergeableState, Person, PullRequest, PullRequestState } from "../../schemas/PullRequests.ts"
+import {
+  AutoMerge,
+  MergeableState,
+  type Person,
+  type PullRequest,
+  PullRequestState
+} from "../../schemas/PullRequests.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 
 /*
@@ -9,50 +16,57 @@ import type { RepoRecord } from "../git/Repositories.ts"
  * on it (the table's one owner; the services run these in their own transactions).
  */
 
-/** A pull request row with its author, merger and requested reviewers joined. */
-export interface PrRow {
-  readonly id: string
-  readonly repo_id: string
-  readonly org_id: string
-  readonly number: number
-  readonly title: string
-  readonly body: string
-  readonly state: PullRequestState
-  readonly source_branch: string
-  readonly target_branch: string
-  readonly author_id: string
-  readonly base_sha: string
-  readonly head_sha: string
-  readonly mergeable: boolean | null
-  readonly conflicts: ReadonlyArray<string>
-  readonly mergeable_state: MergeableState
-  readonly labels: ReadonlyArray<string>
-  readonly merged_at: Date | null
-  readonly merged_by: string | null
-  readonly merge_commit_sha: string | null
-  readonly closed_at: Date | null
-  readonly auto_merge: AutoMerge | null
-  readonly last_activity_at: Date
-  readonly stale_warned_at: Date | null
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly author_username: string
-  readonly author_name: string | null
-  readonly author_email: string
-  readonly merger_username: string | null
-  readonly merger_name: string | null
-  readonly merger_email: string | null
-  readonly requested: ReadonlyArray<string>
-}
+/** A pull request row with its author, merger and requested reviewers joined; rows are decoded with it. */
+export const PrRow = Schema.Struct({
+  id: Schema.String,
+  repo_id: Schema.String,
+  org_id: Schema.String,
+  number: Schema.Int,
+  title: Schema.String,
+  body: Schema.String,
+  state: PullRequestState,
+  source_branch: Schema.String,
+  target_branch: Schema.String,
+  author_id: Schema.String,
+  base_sha: Schema.String,
+  head_sha: Schema.String,
+  mergeable: Schema.NullOr(Schema.Boolean),
+  conflicts: Schema.Array(Schema.String),
+  mergeable_state: MergeableState,
+  labels: Schema.Array(Schema.String),
+  merged_at: Schema.NullOr(Schema.Date),
+  merged_by: Schema.NullOr(Schema.String),
+  merge_commit_sha: Schema.NullOr(Schema.String),
+  closed_at: Schema.NullOr(Schema.Date),
+  auto_merge: Schema.NullOr(AutoMerge),
+  last_activity_at: Schema.Date,
+  stale_warned_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  author_username: Schema.String,
+  author_name: Schema.NullOr(Schema.String),
+  author_email: Schema.String,
+  merger_username: Schema.NullOr(Schema.String),
+  merger_name: Schema.NullOr(Schema.String),
+  merger_email: Schema.NullOr(Schema.String),
+  requested: Schema.Array(Schema.String)
+})
+export type PrRow = typeof PrRow.Type
+
+const decodeRows = Schema.decodeUnknownEffect(Schema.Array(PrRow))
 
 /** The joined select every reader uses; append `WHERE …`. */
-export const selectPullRequests = (sql: SqlClient.SqlClient) =>
+const selectPullRequests = (sql: SqlClient.SqlClient) =>
   sql`
     SELECT p.*, a.username AS author_username, a.name AS author_name, a.email AS author_email,
       m.username AS merger_username, m.name AS merger_name, m.email AS merger_email,
       coalesce((SELECT array_agg(u.username ORDER BY u.username) FROM pr_review_requests rr
         JOIN users u ON u.id = rr.user_id WHERE rr.pr_id = p.id), '{}') AS requested
     FROM pull_requests p JOIN users a ON a.id = p.author_id LEFT JOIN users m ON m.id = p.merged_by`
+
+/** Pull requests by the joined select and `rest` (`WHERE …`, `ORDER BY …`), decoded; a row that does not decode is a defect. */
+export const findPullRequests = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
+  sql`${selectPullRequests(sql)} ${rest}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
 
 export const personOf = (row: { id: string; username: string; name: string | null; email: string }): Person => ({
   id: row.id,
@@ -124,15 +138,14 @@ export const isOpen = (row: { readonly state: PullRequestState }) => row.state =
 export const loadById = (id: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<PrRow>`${selectPullRequests(sql)} WHERE p.id = ${id}`.pipe(Effect.orDie)
+    const rows = yield* findPullRequests(sql, sql`WHERE p.id = ${id}`)
     return Option.fromNullishOr(rows[0])
   })
 
 export const loadByNumber = (repoId: string, number: number) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<PrRow>`${selectPullRequests(sql)} WHERE p.repo_id = ${repoId} AND p.number = ${number}`
-      .pipe(Effect.orDie)
+    const rows = yield* findPullRequests(sql, sql`WHERE p.repo_id = ${repoId} AND p.number = ${number}`)
     return Option.fromNullishOr(rows[0])
   })
 

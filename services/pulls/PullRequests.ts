@@ -17,12 +17,12 @@ import { isUniqueViolation } from "../platform/Tenancy.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
 import {
+  findPullRequests,
   insertPullRequest,
   isOpen,
   loadById,
   loadByNumber,
   type PrRow,
-  selectPullRequests,
   toPullRequest,
   updatePullRequest
 } from "./PullRequestRows.ts"
@@ -154,10 +154,7 @@ export class PullRequests extends Context.Service<PullRequests, {
         function*(orgId: string, repoSlug: string, state: string | undefined) {
           const repo = yield* repos.record(orgId, repoSlug)
           const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
-          const rows = yield* sql<PrRow>`
-          ${selectPullRequests(sql)} WHERE p.repo_id = ${repo.id} ${filter} ORDER BY p.number DESC`.pipe(
-            Effect.orDie
-          )
+          const rows = yield* findPullRequests(sql, sql`WHERE p.repo_id = ${repo.id} ${filter} ORDER BY p.number DESC`)
           return { pullRequests: rows.map(toPullRequest), count: rows.length }
         }
       )

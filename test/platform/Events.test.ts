@@ -18,6 +18,10 @@ const cursorOf = (sql: SqlClient.SqlClient, name: string) =>
     (rows) => Number(rows[0].lastEventId)
   )
 
+/** Waits until consumer `name` has stored its cursor at `id` (a handler's effects come before its pass commits). */
+const cursorReaches = (sql: SqlClient.SqlClient, name: string, id: number) =>
+  eventually(`${name}'s cursor at ${id}`, cursorOf(sql, name), (cursor) => cursor === id)
+
 /** Publishes one event in its own committed transaction and returns its id. */
 const publishCommitted = (type: string, data: unknown) =>
   Effect.gen(function*() {
@@ -177,7 +181,7 @@ describe("Events", () => {
       // Resumes right after the committed cursor: nothing lost, nothing committed redelivered.
       expect(secondSeen.map((e) => e.id)).toEqual(ids.slice(3))
       expect(secondSeen.map((e) => (e.data as { n: number }).n)).toEqual([3, 4, 5, 6, 7])
-      expect(yield* cursorOf(publisher.sql, "restart")).toBe(ids[7])
+      yield* cursorReaches(publisher.sql, "restart", ids[7])
     }))
 
   it.live("an event whose transaction rolls back is never delivered", () =>
@@ -250,7 +254,7 @@ describe("Events", () => {
       yield* Effect.sleep("300 millis")
       expect(all).toEqual(["slow", "fast"])
       expect(onlyFast).toEqual(["fast"])
-      expect(yield* cursorOf(runner.sql, "late-fast")).toBe(second.id)
+      yield* cursorReaches(runner.sql, "late-fast", second.id)
     }))
 
   it.live("publishers commit in parallel; an earlier event committed after a later one is still consumed first", () =>
@@ -311,8 +315,8 @@ describe("Events", () => {
       yield* Effect.sleep("300 millis")
       expect(seen.map((event) => event.type)).toEqual(["slow", "fast"])
       expect(chunks.flat()).toEqual(["slow", "fast"])
-      expect(yield* cursorOf(runner.sql, "order-one")).toBe(fastId)
-      expect(yield* cursorOf(runner.sql, "order-batch")).toBe(fastId)
+      yield* cursorReaches(runner.sql, "order-one", fastId)
+      yield* cursorReaches(runner.sql, "order-batch", fastId)
     }))
 
   it.live("an event held behind an unrelated open transaction arrives once it ends, without a notification", () =>
@@ -376,7 +380,7 @@ describe("Events", () => {
       // Four matching events a batch; the failed first batch is delivered again whole.
       expect(calls).toEqual([[0, 1, 2, 3], [0, 1, 2, 3], [5, 6]])
       expect(cursorsSeen).toEqual([0, 0, ids[3]])
-      expect(yield* cursorOf(runner.sql, "batches")).toBe(ids[6])
+      yield* cursorReaches(runner.sql, "batches", ids[6])
       const orgs = yield* runner.sql<{ id: string }>`SELECT id FROM organizations ORDER BY id`
       expect(orgs.map((o) => o.id)).toEqual(["org_2", "org_3"])
     }))
