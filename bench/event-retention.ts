@@ -69,12 +69,15 @@ const main = Effect.gen(function*() {
     "pruneEvents (batches of 10,000)": [],
     "one DELETE (baseline)": []
   }
-  yield* fill(sql)
-  const [size] = yield* sql<{ bytes: string }>`SELECT pg_total_relation_size('domain_events')::text AS bytes`
-  const bytesPerEvent = Number(size.bytes) / (EVENTS + 1)
+  // The outbox's size per event, read once from the first fill.
+  let bytesPerEvent = 0
   for (let round = 0; round < ROUNDS; round++) {
     for (const name of Object.keys(designs) as Array<keyof typeof designs>) {
       yield* fill(sql)
+      if (bytesPerEvent === 0) {
+        const [size] = yield* sql<{ bytes: string }>`SELECT pg_total_relation_size('domain_events')::text AS bytes`
+        bytesPerEvent = Number(size.bytes) / (EVENTS + 1)
+      }
       const started = performance.now()
       const deleted = yield* designs[name]()
       const elapsed = (performance.now() - started) / 1000

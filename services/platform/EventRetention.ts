@@ -16,7 +16,7 @@ import type { SqlError } from "effect/sql/SqlError"
  */
 
 export const EVENT_RETENTION_DAYS = 7
-export const ABANDONED_CONSUMER_DAYS = 30
+const ABANDONED_CONSUMER_DAYS = 30
 
 const DAY_MS = 24 * 60 * 60 * 1000
 

@@ -11,8 +11,6 @@ import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 const DAY_MS = 86_400_000
 
-export const STALE_LABEL = "stale"
-
 /**
  * What a pull request's entity does on its own (GUIDE §11):
  * - auto-merge: once enabled, merge as soon as every check passes (tried after every
@@ -135,7 +133,7 @@ export class Automation extends Context.Service<Automation, {
         }
         if (now >= warnAt && row.stale_warned_at === null) {
           yield* sql.withTransaction(Effect.gen(function*() {
-            const warned = yield* markStale(sql, row.id, row.last_activity_at, new Date(now), STALE_LABEL)
+            const warned = yield* markStale(sql, row.id, row.last_activity_at, new Date(now))
             if (warned.length === 0) return
             yield* withSql(comments.system(
               row.id,

@@ -151,6 +151,9 @@ export const loadByNumber = (repoId: string, number: number) =>
 
 /* Writes, and the id lookups of the entity's signals and sweep. */
 
+/** The label a stale pull request carries until its next activity. */
+export const STALE_LABEL = "stale"
+
 export interface NewPullRequestRow {
   readonly id: string
   readonly repoId: string
@@ -200,7 +203,7 @@ export const updatePullRequest = (sql: SqlClient.SqlClient, id: string, edit: Pu
 export const touchActivity = (sql: SqlClient.SqlClient, id: string, now: Date) =>
   sql`
     UPDATE pull_requests SET last_activity_at = ${now}, stale_warned_at = NULL,
-      labels = array_remove(labels, 'stale'), updated_at = ${now}
+      labels = array_remove(labels, ${STALE_LABEL}), updated_at = ${now}
     WHERE id = ${id}`
 
 export const markMerged = (
@@ -229,10 +232,11 @@ export const closeStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt:
       AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
     RETURNING id`
 
-/** Labels a pull request `label` (stale) and notes when, unless activity came after `lastActivityAt`. */
-export const markStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date, label: string) =>
+/** Labels a pull request stale and notes when, unless activity came after `lastActivityAt`. */
+export const markStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date) =>
   sql<{ id: string }>`
-    UPDATE pull_requests SET stale_warned_at = ${now}, labels = array_append(array_remove(labels, ${label}), ${label})
+    UPDATE pull_requests SET stale_warned_at = ${now},
+      labels = array_append(array_remove(labels, ${STALE_LABEL}), ${STALE_LABEL})
     WHERE id = ${id} AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
     RETURNING id`
 
@@ -240,7 +244,8 @@ export const markStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: 
 export const moveHead = (sql: SqlClient.SqlClient, id: string, from: string, to: string, now: Date) =>
   sql<{ id: string }>`
     UPDATE pull_requests SET head_sha = ${to}, mergeable = NULL, mergeable_state = 'unknown',
-      last_activity_at = ${now}, stale_warned_at = NULL, labels = array_remove(labels, 'stale'), updated_at = ${now}
+      last_activity_at = ${now}, stale_warned_at = NULL, labels = array_remove(labels, ${STALE_LABEL}),
+      updated_at = ${now}
     WHERE id = ${id} AND head_sha = ${from}
     RETURNING id`
 
