@@ -3,6 +3,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
 import type { MonitorStatus } from "../../schemas/Monitoring.ts"
+import { orDieOnSchema } from "../platform/Rows.ts"
 import {
   AlertSubject,
   CheckState,
@@ -40,10 +41,6 @@ const scheduleColumns = `
   id, active, ${ms("next_check_at")} AS "nextCheckAt", frequency, retry_interval AS "retryInterval", status`
 
 const json = (value: unknown) => (value === null || value === undefined ? null : JSON.stringify(value))
-
-/** A stored row that does not decode is a bug (or a migration gone wrong), never a user error. */
-const orDieOnSchema = <A, R>(self: Effect.Effect<A, SqlError | Schema.SchemaError, R>): Effect.Effect<A, SqlError, R> =>
-  Effect.catchTag(self, "SchemaError", Effect.die)
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

@@ -1,0 +1,28 @@
+import { Effect, Schema } from "effect"
+
+/*
+ * Rows read from Postgres are decoded by a Schema before a service uses them, never cast:
+ * a row that does not match its Schema is a bug (or a migration gone wrong), so it is a
+ * defect, not an error the caller handles and not a silently wrong value.
+ */
+
+/** Turns a Schema decoding failure of stored rows into a defect. */
+export const orDieOnSchema = <A, E, R>(
+  self: Effect.Effect<A, E | Schema.SchemaError, R>
+): Effect.Effect<A, Exclude<E, Schema.SchemaError>, R> =>
+  Effect.catchIf(
+    self,
+    (error): error is Schema.SchemaError => Schema.isSchemaError(error),
+    Effect.die
+  ) as Effect.Effect<A, Exclude<E, Schema.SchemaError>, R>
+
+/**
+ * Decodes every row a statement returns with `row`: `statement.pipe(decodeRows(Row))`.
+ * The statement keeps its own error (a `SqlError`); a row that does not decode is a defect.
+ */
+export const decodeRows = <S extends Schema.Constraint & { readonly DecodingServices: never }>(row: S) => {
+  const decode = Schema.decodeUnknownEffect(Schema.Array(row))
+  return <E, R>(
+    statement: Effect.Effect<ReadonlyArray<unknown>, E, R>
+  ): Effect.Effect<ReadonlyArray<S["Type"]>, E, R> => Effect.flatMap(statement, (rows) => Effect.orDie(decode(rows)))
+}
