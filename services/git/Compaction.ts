@@ -7,6 +7,7 @@ import { PackStore } from "./PackStore.ts"
 import { indexObjectCount } from "./Quarantine.ts"
 import { GitStorageError, RepoCache } from "./RepoCache.ts"
 import { Repositories } from "./Repositories.ts"
+import { organizationStorage, recountStorage } from "./RepositoryRows.ts"
 
 export interface CompactionResult {
   readonly compacted: boolean
@@ -127,15 +128,10 @@ export class Compaction extends Context.Service<Compaction, {
       })
 
       const recount = Effect.fn("Compaction.recount")(function*(repoId: string) {
-        const rows = yield* sql<{ pack_bytes: string; lfs_bytes: string }>`
-          UPDATE repositories SET
-            pack_bytes = (SELECT coalesce(sum(pack_bytes + idx_bytes), 0) FROM repo_packs WHERE repo_id = ${repoId}),
-            lfs_bytes = (SELECT coalesce(sum(size), 0) FROM lfs_objects WHERE repo_id = ${repoId})
-          WHERE id = ${repoId}
-          RETURNING pack_bytes, lfs_bytes`.pipe(Effect.orDie)
-        return rows.length === 0
+        const bytes = yield* recountStorage(sql, repoId).pipe(Effect.orDie)
+        return Option.isNone(bytes)
           ? { packBytes: 0, lfsBytes: 0 }
-          : { packBytes: Number(rows[0].pack_bytes), lfsBytes: Number(rows[0].lfs_bytes) }
+          : { packBytes: bytes.value.pack_bytes, lfsBytes: bytes.value.lfs_bytes }
       })
 
       const warmUp = Effect.fn("Compaction.warmUp")(function*(repoId: string) {
@@ -144,10 +140,8 @@ export class Compaction extends Context.Service<Compaction, {
       })
 
       const organizationUsage = Effect.fn("Compaction.organizationUsage")(function*(orgId: string) {
-        const rows = yield* sql<{ pack_bytes: string; lfs_bytes: string }>`
-          SELECT coalesce(sum(pack_bytes), 0) AS pack_bytes, coalesce(sum(lfs_bytes), 0) AS lfs_bytes
-          FROM repositories WHERE org_id = ${orgId} AND deleted_at IS NULL`.pipe(Effect.orDie)
-        return { packBytes: Number(rows[0].pack_bytes), lfsBytes: Number(rows[0].lfs_bytes) }
+        const bytes = yield* organizationStorage(sql, orgId).pipe(Effect.orDie)
+        return { packBytes: bytes.pack_bytes, lfsBytes: bytes.lfs_bytes }
       })
 
       return Compaction.of({ compact, recount, warmUp, organizationUsage })

@@ -1,4 +1,4 @@
-import { Context, Data, Effect, Layer, Option, Stream } from "effect"
+import { Context, Data, Effect, Layer, Option, Schema, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
 import * as Fs from "node:fs"
@@ -10,8 +10,11 @@ import { pipeline } from "node:stream/promises"
 import type { LfsAction, LfsBatchRequest, LfsBatchResponse, LfsObjectResult } from "../../schemas/Lfs.ts"
 import type { Plan } from "../../schemas/Tenancy.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { Int8 } from "./Int8.ts"
 import { fileStream, GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
+import { addLfsBytes } from "./RepositoryRows.ts"
 import { storageStanding } from "./StorageQuota.ts"
 
 const MiB = 1024 * 1024
@@ -29,6 +32,9 @@ export class LfsError extends Data.TaggedError("LfsError")<{ readonly status: nu
 
 export const lfsKey = (repoId: string, oid: string) =>
   `repos/${repoId}/lfs/${oid.slice(0, 2)}/${oid.slice(2, 4)}/${oid}`
+
+/** A verified object of `lfs_objects` (this file holds every statement on the table). */
+const StoredObject = Schema.Struct({ oid: Schema.String, size: Int8 })
 
 const OID = /^[0-9a-f]{64}$/
 const PRESIGN_SECONDS = 3600
@@ -74,10 +80,11 @@ export class Lfs extends Context.Service<Lfs, {
       const cache = yield* RepoCache
 
       const stored = (repoId: string, oids: ReadonlyArray<string>) =>
-        oids.length === 0 ? Effect.succeed(new Map<string, number>()) : sql<{ oid: string; size: string }>`
+        oids.length === 0 ? Effect.succeed(new Map<string, number>()) : sql`
           SELECT oid, size FROM lfs_objects WHERE repo_id = ${repoId} AND oid IN ${sql.in(oids)}`.pipe(
+          decodeRows(StoredObject),
           Effect.orDie,
-          Effect.map((rows) => new Map(rows.map((row) => [row.oid, Number(row.size)])))
+          Effect.map((rows) => new Map(rows.map((row) => [row.oid, row.size])))
         )
 
       const record = (repoId: string, oid: string, size: number) =>
@@ -86,8 +93,7 @@ export class Lfs extends Context.Service<Lfs, {
             INSERT INTO lfs_objects (repo_id, oid, size) VALUES (${repoId}, ${oid}, ${size})
             ON CONFLICT DO NOTHING RETURNING size
           )
-          UPDATE repositories SET lfs_bytes = lfs_bytes + coalesce((SELECT size FROM inserted), 0)
-          WHERE id = ${repoId}`.pipe(Effect.orDie)
+          ${addLfsBytes(sql, repoId, sql`coalesce((SELECT size FROM inserted), 0)`)}`.pipe(Effect.orDie)
 
       const presign = (key: string, method: "GET" | "PUT") =>
         blobs.presignedUrl(key, { method, expiresInSeconds: PRESIGN_SECONDS }).pipe(

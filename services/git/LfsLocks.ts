@@ -1,6 +1,8 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
 import { LfsError } from "./Lfs.ts"
 import type { RepoRecord } from "./Repositories.ts"
@@ -13,13 +15,15 @@ export interface LfsLock {
   readonly owner: { readonly name: string }
 }
 
-interface LockRow {
-  readonly id: string
-  readonly path: string
-  readonly owner_id: string
-  readonly username: string
-  readonly created_at: Date
-}
+/** A row of `lfs_locks` (this file holds every statement on the table) with its owner's username. */
+const LockRow = Schema.Struct({
+  id: Schema.String,
+  path: Schema.String,
+  owner_id: Schema.String,
+  username: Schema.String,
+  created_at: Schema.Date
+})
+type LockRow = typeof LockRow.Type
 
 const toLock = (row: LockRow): LfsLock => ({
   id: row.id,
@@ -67,12 +71,12 @@ export class LfsLocks extends Context.Service<LfsLocks, {
     LfsLocks,
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const select = (repoId: string) =>
+      /** A repository's locks by `rest` (`AND …`, `ORDER BY …`), decoded. */
+      const locks = (repoId: string, rest: Statement.Fragment) =>
         sql`SELECT l.id, l.path, l.owner_id, u.username, l.created_at FROM lfs_locks l JOIN users u ON u.id = l.owner_id
-            WHERE l.repo_id = ${repoId}`
+            WHERE l.repo_id = ${repoId} ${rest}`.pipe(decodeRows(LockRow), Effect.orDie)
 
-      const byPath = (repoId: string, path: string) =>
-        sql<LockRow>`${select(repoId)} AND l.path = ${path}`.pipe(Effect.orDie)
+      const byPath = (repoId: string, path: string) => locks(repoId, sql`AND l.path = ${path}`)
 
       const create = Effect.fn("LfsLocks.create")(function*(repo: RepoRecord, userId: string, path: string) {
         if (path.length === 0 || path.length > 1024) {
@@ -99,10 +103,12 @@ export class LfsLocks extends Context.Service<LfsLocks, {
       ) {
         const offset = filter.cursor ?? 0
         const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000)
-        const rows = yield* sql<LockRow>`${select(repo.id)}
-          ${filter.path === undefined ? sql`` : sql`AND l.path = ${filter.path}`}
-          ${filter.id === undefined ? sql`` : sql`AND l.id = ${filter.id}`}
-          ORDER BY l.created_at, l.id LIMIT ${limit + 1} OFFSET ${offset}`.pipe(Effect.orDie)
+        const pathIs = filter.path === undefined ? sql`` : sql`AND l.path = ${filter.path}`
+        const idIs = filter.id === undefined ? sql`` : sql`AND l.id = ${filter.id}`
+        const rows = yield* locks(
+          repo.id,
+          sql`${pathIs} ${idIs} ORDER BY l.created_at, l.id LIMIT ${limit + 1} OFFSET ${offset}`
+        )
         const page = pageOf(rows, offset, limit)
         return { locks: page.rows.map(toLock), ...page.next }
       })
@@ -114,10 +120,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
       ) {
         const offset = cursorPage.cursor ?? 0
         const limit = Math.min(Math.max(cursorPage.limit ?? 100, 1), 1000)
-        const rows = yield* sql<LockRow>`${select(repo.id)} ORDER BY l.created_at, l.id LIMIT ${
-          limit + 1
-        } OFFSET ${offset}`
-          .pipe(Effect.orDie)
+        const rows = yield* locks(repo.id, sql`ORDER BY l.created_at, l.id LIMIT ${limit + 1} OFFSET ${offset}`)
         const page = pageOf(rows, offset, limit)
         return {
           ours: page.rows.filter((row) => row.owner_id === userId).map(toLock),
@@ -128,7 +131,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
 
       const unlock = Effect.fn("LfsLocks.unlock")(
         function*(repo: RepoRecord, userId: string, id: string, force: boolean) {
-          const [row] = yield* sql<LockRow>`${select(repo.id)} AND l.id = ${id}`.pipe(Effect.orDie)
+          const [row] = yield* locks(repo.id, sql`AND l.id = ${id}`)
           if (row === undefined) return yield* new LfsError({ status: 404, message: "Lock not found" })
           if (row.owner_id !== userId && !force) {
             return yield* new LfsError({ status: 403, message: `The lock belongs to ${row.username}; use --force` })

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { BlobStore } from "../platform/BlobStore.ts"
+import { insertPack, packSizes, removePacks } from "./PackRows.ts"
 import type { QuarantinedPack } from "./Quarantine.ts"
 import { fileStream, GitStorageError, packKey } from "./RepoCache.ts"
 
@@ -41,32 +42,17 @@ export class PackStore extends Context.Service<PackStore, {
           })
         ], { concurrency: 2 }).pipe(Effect.mapError(failed(`upload of ${pack.name} failed`)))
 
-      const insertRow = (repoId: string, pack: QuarantinedPack) =>
-        sql`
-          WITH inserted AS (
-            INSERT INTO repo_packs (repo_id, name, pack_bytes, idx_bytes, object_count)
-            VALUES (${repoId}, ${pack.name}, ${pack.packBytes}, ${pack.idxBytes}, ${pack.objects})
-            ON CONFLICT DO NOTHING
-            RETURNING pack_bytes + idx_bytes AS bytes
-          )
-          UPDATE repositories SET pack_bytes = pack_bytes + coalesce((SELECT bytes FROM inserted), 0)
-          WHERE id = ${repoId}`
-
       const store = Effect.fn("PackStore.store")(function*(repoId: string, pack: QuarantinedPack) {
         yield* upload(repoId, pack)
-        yield* insertRow(repoId, pack).pipe(Effect.mapError(failed("recording a pack failed")))
+        yield* insertPack(sql, repoId, pack).pipe(Effect.mapError(failed("recording a pack failed")))
       })
 
       const replace = Effect.fn("PackStore.replace")(
         function*(repoId: string, replaced: ReadonlyArray<string>, pack: QuarantinedPack) {
           yield* upload(repoId, pack)
           yield* sql.withTransaction(Effect.gen(function*() {
-            const removed = yield* sql<{ bytes: string }>`
-              DELETE FROM repo_packs WHERE repo_id = ${repoId} AND name IN ${sql.in(replaced)} AND name <> ${pack.name}
-              RETURNING pack_bytes + idx_bytes AS bytes`
-            const freed = removed.reduce((sum, row) => sum + Number(row.bytes), 0)
-            yield* sql`UPDATE repositories SET pack_bytes = pack_bytes - ${freed} WHERE id = ${repoId}`
-            yield* insertRow(repoId, pack)
+            yield* removePacks(sql, repoId, replaced, pack.name)
+            yield* insertPack(sql, repoId, pack)
           })).pipe(Effect.mapError(failed("swapping compacted packs failed")))
           // Runners still serving from the old files have local copies; the BlobStore no longer needs them.
           for (const name of replaced.filter((name) => name !== pack.name)) {
@@ -76,13 +62,7 @@ export class PackStore extends Context.Service<PackStore, {
         }
       )
 
-      const list = (repoId: string) =>
-        sql<{ name: string; bytes: string }>`
-          SELECT name, pack_bytes + idx_bytes AS bytes FROM repo_packs WHERE repo_id = ${repoId} ORDER BY created_at`
-          .pipe(
-            Effect.map((rows) => rows.map((row) => ({ name: row.name, bytes: Number(row.bytes) }))),
-            Effect.mapError(failed("listing packs failed"))
-          )
+      const list = (repoId: string) => packSizes(sql, repoId).pipe(Effect.mapError(failed("listing packs failed")))
 
       return PackStore.of({ store, replace, list })
     })

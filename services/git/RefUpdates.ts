@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import {
   CreateEvent,
@@ -13,8 +13,10 @@ import { describeCommit, sharedWalk, type WalkedCommit } from "./NewCommits.ts"
 import { PackStore } from "./PackStore.ts"
 import { ZERO_SHA } from "./PktLine.ts"
 import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
-import { type GitStorageError, RepoCache, type StoredRef } from "./RepoCache.ts"
+import { deleteRef, storedRefs, upsertRef } from "./RefRows.ts"
+import { type GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
+import { lockForRefUpdate, recordRefUpdate } from "./RepositoryRows.ts"
 
 /** One requested ref change; `ZERO_SHA` as old means create, as new means delete. */
 export interface RefCommand {
@@ -196,13 +198,12 @@ export class RefUpdates extends Context.Service<RefUpdates, {
 
         const outcome = yield* sql.withTransaction(Effect.gen(function*() {
           // Archived or trashed since the request began: nothing moves.
-          const [state] = yield* sql<{ archived: boolean; deleted: boolean }>`
-            SELECT archived, deleted_at IS NOT NULL AS deleted FROM repositories WHERE id = ${repo.id} FOR UPDATE`
-          if (state === undefined || state.archived || state.deleted) {
+          const state = yield* lockForRefUpdate(sql, repo.id)
+          if (Option.isNone(state) || state.value.archived || state.value.deleted) {
             for (const command of accepted) verdicts.set(command.name, "repository is archived or deleted")
             return "rolled back" as const
           }
-          const rows = yield* sql<StoredRef>`SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id}`
+          const rows = yield* storedRefs(sql, repo.id)
           const current = new Map(rows.map((row) => [row.name, row.sha]))
           const stale = accepted.filter((c) => (current.get(c.name) ?? ZERO_SHA) !== c.oldSha)
           for (const command of stale) verdicts.set(command.name, "fetch first")
@@ -210,12 +211,9 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           const applied = accepted.filter((c) => !verdicts.has(c.name))
           for (const command of applied) {
             if (command.newSha === ZERO_SHA) {
-              yield* sql`DELETE FROM repo_refs WHERE repo_id = ${repo.id} AND name = ${command.name}`
+              yield* deleteRef(sql, repo.id, command.name)
             } else {
-              yield* sql`
-                INSERT INTO repo_refs (repo_id, name, sha, peeled)
-                VALUES (${repo.id}, ${command.name}, ${command.newSha}, ${peeled.get(command.name) ?? null})
-                ON CONFLICT (repo_id, name) DO UPDATE SET sha = excluded.sha, peeled = excluded.peeled, updated_at = now()`
+              yield* upsertRef(sql, repo.id, command.name, command.newSha, peeled.get(command.name) ?? null)
             }
           }
           const appliedNames = new Set(applied.map((c) => c.name))
@@ -233,7 +231,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
             ? pushedBranches[0].name.slice("refs/heads/".length)
             : repo.defaultBranch
           if (applied.length > 0) {
-            yield* sql`UPDATE repositories SET updated_at = now(), default_branch = ${newDefault} WHERE id = ${repo.id}`
+            yield* recordRefUpdate(sql, repo.id, newDefault)
           }
           return "committed" as const
         })).pipe(Effect.orDie)

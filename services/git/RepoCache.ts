@@ -8,6 +8,8 @@ import * as Path from "node:path"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
 import { runGit } from "./GitProcess.ts"
+import { packFiles } from "./PackRows.ts"
+import { type StoredRef, storedRefs } from "./RefRows.ts"
 
 /** The local copy of a repository could not be brought up to date (storage or file system). */
 export class GitStorageError extends Data.TaggedError("GitStorageError")<{
@@ -17,12 +19,6 @@ export class GitStorageError extends Data.TaggedError("GitStorageError")<{
 
 /** Where a repository's immutable pack files live in the BlobStore. */
 export const packKey = (repoId: string, name: string, ext: "pack" | "idx") => `repos/${repoId}/packs/${name}.${ext}`
-
-/** A ref as stored in Postgres (the truth). */
-export interface StoredRef {
-  readonly name: string
-  readonly sha: string
-}
 
 /** The repository state a cache sync saw: its refs and HEAD's target. */
 export interface SyncedRepo {
@@ -136,13 +132,8 @@ export class RepoCache extends Context.Service<RepoCache, {
           const dir = dirOf(repo.id)
           yield* initialise(dir)
           // Refs first, then packs: every object a ref read here names is in a pack read after.
-          const refs = yield* sql<StoredRef>`SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id}`.pipe(
-            Effect.mapError(storage("reading refs failed"))
-          )
-          const packs = yield* sql<{ name: string; pack_bytes: string; idx_bytes: string }>`
-          SELECT name, pack_bytes, idx_bytes FROM repo_packs WHERE repo_id = ${repo.id}`.pipe(
-            Effect.mapError(storage("reading packs failed"))
-          )
+          const refs = yield* storedRefs(sql, repo.id).pipe(Effect.mapError(storage("reading refs failed")))
+          const packs = yield* packFiles(sql, repo.id).pipe(Effect.mapError(storage("reading packs failed")))
           const packDir = Path.join(dir, "objects", "pack")
           const present = new Set(yield* fsTry("list packs", () => FsP.readdir(packDir)))
           const wanted = new Set(packs.map((pack) => pack.name))
@@ -165,10 +156,7 @@ export class RepoCache extends Context.Service<RepoCache, {
           const sorted = [...refs].sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)))
           yield* writeAtomically(dir, "packed-refs", sorted.map((ref) => `${ref.sha} ${ref.name}\n`).join(""))
           yield* writeAtomically(dir, "HEAD", `ref: refs/heads/${repo.defaultBranch}\n`)
-          entryOf(repo.id).bytes = packs.reduce(
-            (sum, pack) => sum + Number(pack.pack_bytes) + Number(pack.idx_bytes),
-            0
-          )
+          entryOf(repo.id).bytes = packs.reduce((sum, pack) => sum + pack.pack_bytes + pack.idx_bytes, 0)
           return { dir, refs: sorted }
         }
       )

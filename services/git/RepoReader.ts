@@ -2,7 +2,8 @@ import { Context, Effect, Layer, Option } from "effect"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Blob, CommitList, Tree } from "../../schemas/Repositories.ts"
 import { gitText, runGit } from "./GitProcess.ts"
-import { GitStorageError, RepoCache, type StoredRef } from "./RepoCache.ts"
+import type { StoredRef } from "./RefRows.ts"
+import { GitStorageError, RepoCache } from "./RepoCache.ts"
 import { Repositories } from "./Repositories.ts"
 
 /** Where a `{ref}/{path}` tail points: the ref as named, its commit, and the path below it. */

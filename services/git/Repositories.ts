@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import type {
   BranchList,
@@ -15,26 +16,14 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
-
-interface RepositoryRow {
-  readonly id: string
-  readonly org_id: string
-  readonly org_slug: string
-  readonly name: string
-  readonly slug: string
-  readonly description: string | null
-  readonly visibility: Visibility
-  readonly default_branch: string
-  readonly allow_forking: boolean
-  readonly archived: boolean
-  readonly pack_bytes: string | number
-  readonly lfs_bytes: string | number
-  readonly stale_enabled: boolean
-  readonly stale_warn_days: number
-  readonly stale_close_days: number
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+import { branchRefs, tagRefs } from "./RefRows.ts"
+import {
+  findLiveRepositories,
+  insertRepository,
+  type RepositoryRow,
+  trashRepository,
+  updateSettings
+} from "./RepositoryRows.ts"
 
 /** What git access and the ref update path need to know about a repository. */
 export interface RepoRecord {
@@ -108,7 +97,7 @@ export class Repositories extends Context.Service<Repositories, {
         allowForking: row.allow_forking,
         archived: row.archived,
         cloneUrl: `${config.baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
-        storageBytes: Number(row.pack_bytes) + Number(row.lfs_bytes),
+        storageBytes: row.pack_bytes + row.lfs_bytes,
         stalePullRequests: {
           enabled: row.stale_enabled,
           warnAfterDays: row.stale_warn_days,
@@ -118,13 +107,10 @@ export class Repositories extends Context.Service<Repositories, {
         updatedAt: row.updated_at.toISOString()
       })
 
-      const selectLive = sql`
-        SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
-        WHERE r.deleted_at IS NULL`
+      const live = (rest: Statement.Fragment) => findLiveRepositories(sql, rest).pipe(Effect.orDie)
 
       const findOwned = (orgId: string, slug: string) =>
-        sql<RepositoryRow>`${selectLive} AND r.org_id = ${orgId} AND r.slug = ${slug.toLowerCase()}`.pipe(
-          Effect.orDie,
+        live(sql`AND r.org_id = ${orgId} AND r.slug = ${slug.toLowerCase()}`).pipe(
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(notFound(slug)) : Effect.succeed(rows[0]))
         )
 
@@ -136,10 +122,16 @@ export class Repositories extends Context.Service<Repositories, {
       const create = Effect.fn("Repositories.create")(function*(org: Organization, input: CreateRepository) {
         const id = makeId("repo")
         yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            INSERT INTO repositories (id, org_id, name, slug, description, visibility, default_branch, allow_forking)
-            VALUES (${id}, ${org.id}, ${input.name}, ${input.name.toLowerCase()}, ${input.description ?? null},
-                    ${input.visibility ?? "private"}, ${input.defaultBranch ?? "main"}, ${input.allowForking ?? false})`
+          yield* insertRepository(sql, {
+            id,
+            orgId: org.id,
+            name: input.name,
+            slug: input.name.toLowerCase(),
+            description: input.description ?? null,
+            visibility: input.visibility ?? "private",
+            defaultBranch: input.defaultBranch ?? "main",
+            allowForking: input.allowForking ?? false
+          })
           yield* changed({ id, org_id: org.id }, "created")
         })).pipe(
           Effect.catchTag("SqlError", (error) =>
@@ -151,10 +143,7 @@ export class Repositories extends Context.Service<Repositories, {
       })
 
       const list = Effect.fn("Repositories.list")(function*(orgId: string) {
-        const rows = yield* sql<
-          RepositoryRow
-        >`${selectLive} AND r.org_id = ${orgId} ORDER BY r.created_at DESC, r.id DESC`
-          .pipe(Effect.orDie)
+        const rows = yield* live(sql`AND r.org_id = ${orgId} ORDER BY r.created_at DESC, r.id DESC`)
         return { repositories: rows.map(toRepository), count: rows.length }
       })
 
@@ -176,15 +165,15 @@ export class Repositories extends Context.Service<Repositories, {
           })
         }
         yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            UPDATE repositories SET
-              stale_enabled = ${stale.enabled}, stale_warn_days = ${stale.warn}, stale_close_days = ${stale.close},
-              description = ${patch.description === undefined ? current.description : patch.description},
-              visibility = ${patch.visibility ?? current.visibility},
-              default_branch = ${patch.defaultBranch ?? current.default_branch},
-              allow_forking = ${patch.allowForking ?? current.allow_forking},
-              updated_at = now()
-            WHERE id = ${current.id}`
+          yield* updateSettings(sql, current.id, {
+            staleEnabled: stale.enabled,
+            staleWarnDays: stale.warn,
+            staleCloseDays: stale.close,
+            description: patch.description === undefined ? current.description : patch.description,
+            visibility: patch.visibility ?? current.visibility,
+            defaultBranch: patch.defaultBranch ?? current.default_branch,
+            allowForking: patch.allowForking ?? current.allow_forking
+          })
           yield* changed(current, "updated")
         })).pipe(Effect.orDie)
         return toRepository(yield* findOwned(orgId, slug))
@@ -193,16 +182,14 @@ export class Repositories extends Context.Service<Repositories, {
       const remove = Effect.fn("Repositories.remove")(function*(orgId: string, slug: string) {
         const current = yield* findOwned(orgId, slug)
         yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`UPDATE repositories SET deleted_at = now(), updated_at = now() WHERE id = ${current.id}`
+          yield* trashRepository(sql, current.id)
           yield* changed(current, "deleted")
         })).pipe(Effect.orDie)
       })
 
       const branches = Effect.fn("Repositories.branches")(function*(orgId: string, slug: string) {
         const repo = yield* findOwned(orgId, slug)
-        const rows = yield* sql<{ name: string; sha: string }>`
-          SELECT name, sha FROM repo_refs WHERE repo_id = ${repo.id} AND name LIKE 'refs/heads/%' ORDER BY name`
-          .pipe(Effect.orDie)
+        const rows = yield* branchRefs(sql, repo.id).pipe(Effect.orDie)
         const names = rows.map((row) => row.name.slice("refs/heads/".length))
         const protectedNames = yield* (yield* ProtectedBranches)(repo.id, names)
         const list = rows.map((row, index) => {
@@ -219,9 +206,7 @@ export class Repositories extends Context.Service<Repositories, {
 
       const tags = Effect.fn("Repositories.tags")(function*(orgId: string, slug: string) {
         const repo = yield* findOwned(orgId, slug)
-        const rows = yield* sql<{ name: string; sha: string; peeled: string | null }>`
-          SELECT name, sha, peeled FROM repo_refs WHERE repo_id = ${repo.id} AND name LIKE 'refs/tags/%' ORDER BY name`
-          .pipe(Effect.orDie)
+        const rows = yield* tagRefs(sql, repo.id).pipe(Effect.orDie)
         const list = rows.map((row) => ({
           name: row.name.slice("refs/tags/".length),
           sha: row.sha,
@@ -231,14 +216,12 @@ export class Repositories extends Context.Service<Repositories, {
       })
 
       const find = (orgSlug: string, repoSlug: string) =>
-        sql<RepositoryRow>`${selectLive} AND o.slug = ${orgSlug} AND r.slug = ${repoSlug.toLowerCase()}`.pipe(
-          Effect.orDie,
+        live(sql`AND o.slug = ${orgSlug} AND r.slug = ${repoSlug.toLowerCase()}`).pipe(
           Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toRecord(rows[0])))
         )
 
       const findById = (id: string) =>
-        sql<RepositoryRow>`${selectLive} AND r.id = ${id}`.pipe(
-          Effect.orDie,
+        live(sql`AND r.id = ${id}`).pipe(
           Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toRecord(rows[0])))
         )
 

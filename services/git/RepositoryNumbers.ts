@@ -1,7 +1,6 @@
-import { Effect, Schema } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
-
-const NumberRow = Schema.Struct({ last_number: Schema.Int })
+import { Effect, Option } from "effect"
+import { SqlClient } from "effect/sql"
+import { takeNumber } from "./RepositoryRows.ts"
 
 /**
  * The next number of a repository's sequence, shared by pull requests and repository
@@ -11,12 +10,7 @@ const NumberRow = Schema.Struct({ last_number: Schema.Int })
 export const nextNumber = (repoId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const next = SqlSchema.findOneOption({
-      Request: Schema.String,
-      Result: NumberRow,
-      execute: (id) => sql`UPDATE repositories SET last_number = last_number + 1 WHERE id = ${id} RETURNING last_number`
-    })
-    const row = yield* next(repoId).pipe(Effect.orDie)
-    if (row._tag === "None") return yield* Effect.die(new Error(`repository ${repoId} not found`))
-    return row.value.last_number
+    const number = yield* takeNumber(sql, repoId).pipe(Effect.orDie)
+    if (Option.isNone(number)) return yield* Effect.die(new Error(`repository ${repoId} not found`))
+    return number.value
   })

@@ -1,6 +1,7 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Plan } from "../../schemas/Tenancy.ts"
+import { Plan } from "../../schemas/Tenancy.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
 const GiB = 1024 ** 3
 
@@ -21,16 +22,19 @@ export interface StorageStanding {
   readonly warning: string | undefined
 }
 
+/** An organization's plan and the bytes of its live repositories (`sum(bigint)` is a `numeric`: a string). */
+const UsageRow = Schema.Struct({ plan: Plan, used: Schema.NumberFromString })
+
 /** How much of its plan's storage an organization uses (packs + LFS of its live repositories). */
 export const storageStanding = (orgId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<{ plan: Plan; used: string }>`
+    const [row] = yield* sql`
       SELECT o.plan, coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
       FROM organizations o LEFT JOIN repositories r ON r.org_id = o.id AND r.deleted_at IS NULL
-      WHERE o.id = ${orgId} GROUP BY o.plan`.pipe(Effect.orDie)
+      WHERE o.id = ${orgId} GROUP BY o.plan`.pipe(decodeRows(UsageRow), Effect.orDie)
     const limitBytes = storageLimitBytes[row?.plan ?? "free"]
-    const usedBytes = Number(row?.used ?? 0)
+    const usedBytes = row?.used ?? 0
     const percent = Math.floor((usedBytes / limitBytes) * 100)
     return {
       usedBytes,

@@ -1,0 +1,41 @@
+import { Schema } from "effect"
+import type { SqlClient } from "effect/sql"
+import { decodeRows } from "../platform/Rows.ts"
+
+/*
+ * The `repo_refs` table (the truth about refs; the cached folders copy it): its rows and
+ * every statement on it. Refs move only through `RefUpdates`, which runs the writes in its
+ * transaction under the repository's row lock.
+ */
+
+/** A ref as stored in Postgres. */
+export const StoredRef = Schema.Struct({ name: Schema.String, sha: Schema.String })
+export type StoredRef = typeof StoredRef.Type
+
+/** A tag, with the commit an annotated tag peels to (null for a lightweight one). */
+const TagRef = Schema.Struct({ ...StoredRef.fields, peeled: Schema.NullOr(Schema.String) })
+
+/** Every ref of a repository. */
+export const storedRefs = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`SELECT name, sha FROM repo_refs WHERE repo_id = ${repoId}`.pipe(decodeRows(StoredRef))
+
+/** The branches (`refs/heads/…`), by name. */
+export const branchRefs = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`SELECT name, sha FROM repo_refs WHERE repo_id = ${repoId} AND name LIKE 'refs/heads/%' ORDER BY name`.pipe(
+    decodeRows(StoredRef)
+  )
+
+/** The tags (`refs/tags/…`), by name. */
+export const tagRefs = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`SELECT name, sha, peeled FROM repo_refs WHERE repo_id = ${repoId} AND name LIKE 'refs/tags/%' ORDER BY name`
+    .pipe(decodeRows(TagRef))
+
+export const deleteRef = (sql: SqlClient.SqlClient, repoId: string, name: string) =>
+  sql`DELETE FROM repo_refs WHERE repo_id = ${repoId} AND name = ${name}`
+
+/** Creates or moves a ref (`peeled`: the commit of a tag, else null). */
+export const upsertRef = (sql: SqlClient.SqlClient, repoId: string, name: string, sha: string, peeled: string | null) =>
+  sql`
+    INSERT INTO repo_refs (repo_id, name, sha, peeled)
+    VALUES (${repoId}, ${name}, ${sha}, ${peeled})
+    ON CONFLICT (repo_id, name) DO UPDATE SET sha = excluded.sha, peeled = excluded.peeled, updated_at = now()`

@@ -1,0 +1,142 @@
+import { Effect, Option, Schema } from "effect"
+import type { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
+import { Visibility } from "../../schemas/Repositories.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { Int8 } from "./Int8.ts"
+
+/*
+ * The `repositories` table: its row and every statement that writes it (the table's one
+ * owner). Each takes the caller's `SqlClient`, so it runs in the caller's transaction; the
+ * byte counters are fragments the pack and LFS writers end their own statements with.
+ */
+
+/** A repository row with its organization's slug joined; rows are decoded with it. */
+export const RepositoryRow = Schema.Struct({
+  id: Schema.String,
+  org_id: Schema.String,
+  org_slug: Schema.String,
+  name: Schema.String,
+  slug: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  visibility: Visibility,
+  default_branch: Schema.String,
+  allow_forking: Schema.Boolean,
+  archived: Schema.Boolean,
+  pack_bytes: Int8,
+  lfs_bytes: Int8,
+  stale_enabled: Schema.Boolean,
+  stale_warn_days: Schema.Int,
+  stale_close_days: Schema.Int,
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type RepositoryRow = typeof RepositoryRow.Type
+
+/** Live repositories (not in the trash) by `rest` (`AND …`, `ORDER BY …`), decoded. */
+export const findLiveRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
+  sql`
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    WHERE r.deleted_at IS NULL ${rest}`.pipe(decodeRows(RepositoryRow))
+
+export interface NewRepositoryRow {
+  readonly id: string
+  readonly orgId: string
+  readonly name: string
+  readonly slug: string
+  readonly description: string | null
+  readonly visibility: Visibility
+  readonly defaultBranch: string
+  readonly allowForking: boolean
+}
+
+export const insertRepository = (sql: SqlClient.SqlClient, row: NewRepositoryRow) =>
+  sql`
+    INSERT INTO repositories (id, org_id, name, slug, description, visibility, default_branch, allow_forking)
+    VALUES (${row.id}, ${row.orgId}, ${row.name}, ${row.slug}, ${row.description},
+            ${row.visibility}, ${row.defaultBranch}, ${row.allowForking})`
+
+/** The settings a PATCH sets (all of them, the unchanged ones as stored). */
+export interface RepositorySettings {
+  readonly staleEnabled: boolean
+  readonly staleWarnDays: number
+  readonly staleCloseDays: number
+  readonly description: string | null
+  readonly visibility: Visibility
+  readonly defaultBranch: string
+  readonly allowForking: boolean
+}
+
+export const updateSettings = (sql: SqlClient.SqlClient, id: string, settings: RepositorySettings) =>
+  sql`
+    UPDATE repositories SET
+      stale_enabled = ${settings.staleEnabled}, stale_warn_days = ${settings.staleWarnDays},
+      stale_close_days = ${settings.staleCloseDays},
+      description = ${settings.description},
+      visibility = ${settings.visibility},
+      default_branch = ${settings.defaultBranch},
+      allow_forking = ${settings.allowForking},
+      updated_at = now()
+    WHERE id = ${id}`
+
+/** Moves a repository to the trash: it answers 404 from now on and frees its name. */
+export const trashRepository = (sql: SqlClient.SqlClient, id: string) =>
+  sql`UPDATE repositories SET deleted_at = now(), updated_at = now() WHERE id = ${id}`
+
+const NumberRow = Schema.Struct({ last_number: Schema.Int })
+
+/** Takes the next number of the repository's sequence (locking its row); none if there is no such repository. */
+export const takeNumber = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`UPDATE repositories SET last_number = last_number + 1 WHERE id = ${repoId} RETURNING last_number`.pipe(
+    decodeRows(NumberRow),
+    Effect.map((rows) => Option.map(Option.fromNullishOr(rows[0]), (row) => row.last_number))
+  )
+
+const RefUpdateState = Schema.Struct({ archived: Schema.Boolean, deleted: Schema.Boolean })
+
+/** Locks the repository row for a ref update; whether it is archived or trashed (none: no such row). */
+export const lockForRefUpdate = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`SELECT archived, deleted_at IS NOT NULL AS deleted FROM repositories WHERE id = ${repoId} FOR UPDATE`.pipe(
+    decodeRows(RefUpdateState),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+
+/** Refs moved: the repository was updated, and its default branch may be a newly pushed one. */
+export const recordRefUpdate = (sql: SqlClient.SqlClient, repoId: string, defaultBranch: string) =>
+  sql`UPDATE repositories SET updated_at = now(), default_branch = ${defaultBranch} WHERE id = ${repoId}`
+
+/** Adds `added` (an SQL expression, e.g. over the caller's CTE) to the pack bytes; the tail of the caller's statement. */
+export const addPackBytes = (sql: SqlClient.SqlClient, repoId: string, added: Statement.Fragment) =>
+  sql`UPDATE repositories SET pack_bytes = pack_bytes + ${added} WHERE id = ${repoId}`
+
+export const freePackBytes = (sql: SqlClient.SqlClient, repoId: string, freed: number) =>
+  sql`UPDATE repositories SET pack_bytes = pack_bytes - ${freed} WHERE id = ${repoId}`
+
+/** Adds `added` (an SQL expression, e.g. over the caller's CTE) to the LFS bytes; the tail of the caller's statement. */
+export const addLfsBytes = (sql: SqlClient.SqlClient, repoId: string, added: Statement.Fragment) =>
+  sql`UPDATE repositories SET lfs_bytes = lfs_bytes + ${added} WHERE id = ${repoId}`
+
+/** Bytes of packs and of LFS objects: the counters, or (`numeric`) their sums. */
+const StorageBytes = Schema.Struct({ pack_bytes: Int8, lfs_bytes: Int8 })
+const StorageSums = Schema.Struct({ pack_bytes: Schema.NumberFromString, lfs_bytes: Schema.NumberFromString })
+
+/** Recomputes the byte counters from the pack and LFS rows; the new values, none if there is no such repository. */
+export const recountStorage = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`
+    UPDATE repositories SET
+      pack_bytes = (SELECT coalesce(sum(pack_bytes + idx_bytes), 0) FROM repo_packs WHERE repo_id = ${repoId}),
+      lfs_bytes = (SELECT coalesce(sum(size), 0) FROM lfs_objects WHERE repo_id = ${repoId})
+    WHERE id = ${repoId}
+    RETURNING pack_bytes, lfs_bytes`.pipe(
+    decodeRows(StorageBytes),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+
+/** Bytes of an organization's live repositories, summed. */
+export const organizationStorage = (sql: SqlClient.SqlClient, orgId: string) =>
+  sql`
+    SELECT coalesce(sum(pack_bytes), 0) AS pack_bytes, coalesce(sum(lfs_bytes), 0) AS lfs_bytes
+    FROM repositories WHERE org_id = ${orgId} AND deleted_at IS NULL`.pipe(
+    decodeRows(StorageSums),
+    Effect.map((rows) => rows[0])
+  )
