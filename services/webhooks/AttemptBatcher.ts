@@ -3,23 +3,16 @@ import { SqlClient } from "effect/sql"
 import { Deliveries } from "./Deliveries.ts"
 import {
   type AttemptRecord,
-  attemptRows,
-  CLAIM_EXPIRED,
   type ClaimedDelivery,
-  LOG_ATTEMPTS,
-  QUEUE_AFTER_ATTEMPTS,
-  type QueuedRow,
-  RECORD_SET,
+  type ClaimedRow,
+  type ClaimRequest,
   toClaimed
-} from "./DeliveryClaims.ts"
+} from "./DeliveryRows.ts"
+import { logAndClaim } from "./DeliveryStatements.ts"
 
 /** One webhook's request: log these successful attempts, then claim its next due deliveries. */
-interface Request {
+interface Request extends ClaimRequest {
   readonly attempts: ReadonlyArray<AttemptRecord>
-  readonly webhookId: string
-  readonly now: number
-  readonly delays: ReadonlyArray<number>
-  readonly limit: number
   readonly reply: Deferred.Deferred<ReadonlyArray<ClaimedDelivery>>
 }
 
@@ -47,7 +40,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
    * of the webhook, in queue order (earliest due first), that have attempts left
    * (`delays.length` attempts in all): for each, `attempts + 1` and `claimed_at = now` are
    * committed, so should the runner die before logging the attempt, its retry is due at
-   * `now + delays[attempts]` (see `DeliveryClaims.ts`). Empty when nothing is claimable
+   * `now + delays[attempts]` (see `DeliveryStatements.ts`). Empty when nothing is claimable
    * (see `Deliveries.head`).
    */
   readonly recordAndClaim: (
@@ -65,44 +58,8 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
       const deliveries = yield* Deliveries
       const queue = yield* Queue.unbounded<Request>()
 
-      const write = (requests: ReadonlyArray<Request>) => {
-        const logged = requests.flatMap((request) => request.attempts)
-        const claims = requests.map((request, n) => ({
-          n,
-          webhookId: request.webhookId,
-          now: new Date(request.now).toISOString(),
-          delays: request.delays,
-          limit: request.limit
-        }))
-        return sql<QueuedRow & { n: number; was_due: string | number; was_claimed: string | number | null }>`
-          WITH r AS (${attemptRows(sql, logged)}), c AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(claims)}::jsonb) AS c(
-              n integer, "webhookId" text, now timestamptz, delays jsonb, "limit" integer)
-          ), logged AS (
-            ${sql.literal(LOG_ATTEMPTS)}
-          ), ${sql.literal(QUEUE_AFTER_ATTEMPTS)}, recorded AS (
-            UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
-            FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt
-          ), heads AS (
-            -- The statement sees the rows as they were before it: the deliveries it logs are
-            -- still pending there, so they are left out by hand.
-            SELECT c.n, h.seq, h.next_attempt_at AS was_due, h.claimed_at AS was_claimed
-            FROM c CROSS JOIN LATERAL (
-              SELECT w.seq, w.next_attempt_at, w.claimed_at
-              FROM webhook_queue q JOIN webhook_deliveries w ON w.seq = q.seq
-              WHERE q.webhook_id = c."webhookId" AND q.next_attempt_at <= c.now AND q.seq NOT IN (SELECT seq FROM r)
-                AND w.status = 'pending' AND w.attempts < jsonb_array_length(c.delays)
-                AND ${sql.literal(CLAIM_EXPIRED("w", "c.delays", "c.now"))}
-              ORDER BY q.next_attempt_at, q.seq LIMIT c."limit"
-            ) AS h
-          )
-          UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = c.now
-          FROM heads JOIN c ON c.n = heads.n
-          WHERE d.seq = heads.seq
-          RETURNING c.n, d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
-            extract(epoch FROM heads.was_due) * 1000 AS was_due,
-            extract(epoch FROM heads.was_claimed) * 1000 AS was_claimed`
-      }
+      const write = (requests: ReadonlyArray<Request>) =>
+        logAndClaim(sql, requests.flatMap((request) => request.attempts), requests)
 
       const writer = Effect.gen(function*() {
         while (true) {
@@ -114,7 +71,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
             for (const request of requests) Deferred.doneUnsafe(request.reply, Effect.die(Cause.squash(exit.cause)))
             continue
           }
-          const claimed = new Map<number, Array<(typeof exit.value)[number]>>()
+          const claimed = new Map<number, Array<ClaimedRow>>()
           for (const row of exit.value) {
             const rows = claimed.get(row.n) ?? []
             rows.push(row)

@@ -1,79 +1,38 @@
-import { PgTypes } from "@effect/sql-pg"
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
-import { pgArray } from "../platform/PgArrayParam.ts"
 import {
   type AttemptRecord,
-  attemptRows,
+  type AttemptRow,
   type ClaimedDelivery,
-  LOG_ATTEMPTS,
-  QUEUE_AFTER_ATTEMPTS,
+  type DeliveryRow,
+  type NewDelivery,
   type QueuedDelivery,
-  type QueuedRow,
-  RECORD_SET
-} from "./DeliveryClaims.ts"
+  type SubscribedEvent,
+  toQueued
+} from "./DeliveryRows.ts"
+import {
+  attemptsOf,
+  deliveryPage,
+  failDelivery,
+  failPendingOf,
+  findDelivery,
+  insertDeliveries,
+  insertMatched,
+  logAttempts,
+  notifyWebhooks,
+  pruneDeliveries,
+  queueHead,
+  releaseClaims,
+  subscribedWebhooks,
+  webhooksWithPending
+} from "./DeliveryStatements.ts"
 
-/** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
-export const WEBHOOKS_CHANNEL = "canopy_webhooks"
-
-export type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./DeliveryClaims.ts"
-
-export interface NewDelivery {
-  readonly webhookId: string
-  readonly event: string
-  /** The payload's JSON text. */
-  readonly payload: string
-  readonly redelivery: boolean
-}
-
-/** An event for the webhooks of one scope (`repoId` null: the organization's webhooks). */
-export interface SubscribedEvent {
-  readonly orgId: string
-  readonly repoId: string | null
-  readonly event: string
-  /** The payload's JSON text. */
-  readonly payload: string
-}
-
-interface DeliveryRow {
-  readonly seq: number | string
-  readonly id: string
-  readonly event: string
-  readonly status: DeliveryStatus
-  readonly attempts: number
-  readonly response_code: number | null
-  readonly duration_ms: number | null
-  readonly delivered_at: Date | null
-  readonly redelivery: boolean
-  readonly created_at: Date
-  readonly next_attempt_at: Date
-}
-
-const firstQueued = (rows: ReadonlyArray<QueuedRow>): Option.Option<QueuedDelivery> =>
-  rows.length === 0 ? Option.none() : Option.some({
-    seq: Number(rows[0].seq),
-    id: rows[0].id,
-    event: rows[0].event,
-    payload: rows[0].payload,
-    attempts: rows[0].attempts,
-    dueAt: Math.round(Number(rows[0].due_at))
-  })
-
-interface AttemptRow {
-  readonly attempt: number
-  readonly started_at: Date
-  readonly duration_ms: number
-  readonly request_headers: Record<string, string>
-  readonly request_body: string | null
-  readonly response_code: number | null
-  readonly response_headers: Record<string, string> | null
-  readonly response_body: string | null
-  readonly error: string | null
-}
+export type { AttemptRecord, ClaimedDelivery, NewDelivery, QueuedDelivery, SubscribedEvent } from "./DeliveryRows.ts"
+export { WEBHOOKS_CHANNEL } from "./DeliveryStatements.ts"
 
 const toDelivery = (row: DeliveryRow): Delivery => ({
   id: row.id,
@@ -114,11 +73,9 @@ export interface ListDeliveriesOptions {
 }
 
 /**
- * The delivery queue and log of every webhook (tables `webhook_deliveries`,
- * `webhook_attempts`). A pending delivery is queued work; `next_attempt_at` is its durable
- * timer. `webhook_queue` holds a copy of `(webhook_id, next_attempt_at, seq)` of every pending
- * delivery, written in the same statements, and is what claims scan (migration 0019). Only
- * the webhook's entity claims and records attempts (see `Dispatcher`).
+ * The delivery queue and log of every webhook (tables `webhook_deliveries`, `webhook_queue`,
+ * `webhook_attempts`; their statements are in `DeliveryStatements.ts`). Only the webhook's
+ * entity claims and records attempts (see `Dispatcher`).
  */
 export class Deliveries extends Context.Service<Deliveries, {
   /**
@@ -163,174 +120,60 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       const enqueue = Effect.fnUntraced(function*(deliveries: ReadonlyArray<NewDelivery>, at: number) {
         if (deliveries.length === 0) return []
-        const iso = new Date(at).toISOString()
         const rows = deliveries.map((delivery) => ({ ...delivery, id: makeId("delivery") }))
-        const inserted = yield* sql<DeliveryRow>`
-          WITH inserted AS (
-            INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
-            SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
-            FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-              AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
-            -- No foreign key (0019): the lock keeps a concurrent delete of the webhook behind this commit.
-            JOIN webhooks w ON w.id = r."webhookId"
-            FOR KEY SHARE OF w
-            RETURNING *
-          ), queue AS (
-            INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
-            SELECT webhook_id, next_attempt_at, seq FROM inserted
-          )
-          SELECT * FROM inserted`
-        const webhookIds = [...new Set(deliveries.map((delivery) => delivery.webhookId))]
-        yield* sql`
-          SELECT pg_notify(${WEBHOOKS_CHANNEL}, id)
-          FROM jsonb_array_elements_text(${JSON.stringify(webhookIds)}::jsonb) AS id`
+        const inserted = yield* insertDeliveries(sql, rows, new Date(at).toISOString())
+        yield* notifyWebhooks(sql, [...new Set(deliveries.map((delivery) => delivery.webhookId))])
         return inserted.map(toDelivery)
       })
 
       const enqueueForEvents = Effect.fnUntraced(function*(events: ReadonlyArray<SubscribedEvent>, at: number) {
         if (events.length === 0) return 0
-        const iso = new Date(at).toISOString()
-        const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
-        const matches = yield* sql<{ n: number; webhookId: string }>`
-          WITH e AS (
-            SELECT * FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
-              AS e(n integer, "orgId" text, "repoId" text, event text)
-          ), w AS (
-            -- Deliveries have no foreign key (0019): a webhook deleted meanwhile waits for this
-            -- transaction, then its delete removes what it queued. One lock per webhook and batch.
-            SELECT id, org_id, repo_id, events, created_at FROM webhooks
-            WHERE org_id IN (SELECT "orgId" FROM e) AND is_active
-            FOR KEY SHARE
-          )
-          SELECT e.n, w.id AS "webhookId"
-          FROM e JOIN w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId"
-            AND w.events && ARRAY[e.event, '*']::text[]
-          ORDER BY e.n, w.created_at, w.id`
+        const matches = yield* subscribedWebhooks(sql, events)
         if (matches.length === 0) return 0
-        // Each payload travels once, however many webhooks get it; rows go in in queue order.
-        // Typed arrays, not a JSON document: the payloads (JSON text) are not escaped and parsed again.
-        const ids = matches.map(() => makeId("delivery"))
-        const used = [...new Set(matches.map((match) => match.n))]
-        const { OID } = PgTypes
-        yield* sql`
-          WITH queued AS (
-            INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
-            SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
-            FROM unnest(${pgArray(ids, OID.text)}::text[],
-              ${pgArray(matches.map((match) => match.webhookId), OID.text)}::text[],
-              ${pgArray(matches.map((match) => match.n), OID.int4)}::int4[]) WITH ORDINALITY AS r(id, w, n, k)
-            JOIN unnest(${pgArray(used, OID.int4)}::int4[],
-              ${pgArray(used.map((n) => events[n].event), OID.text)}::text[],
-              ${pgArray(used.map((n) => events[n].payload), OID.text)}::text[]) AS p(n, event, payload)
-              ON p.n = r.n
-            ORDER BY r.k
-            RETURNING webhook_id, next_attempt_at, seq
-          ), queue AS (
-            INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
-            SELECT webhook_id, next_attempt_at, seq FROM queued
-          )
-          SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
+        yield* insertMatched(sql, events, matches, new Date(at).toISOString())
         return matches.length
       })
 
-      const release = (claims: ReadonlyArray<ClaimedDelivery>) => {
-        if (claims.length === 0) return Effect.void
-        const rows = claims.map((claim) => ({
-          seq: claim.seq,
-          attempts: claim.attempts,
-          claimed: claim.wasClaimedAt === null ? null : new Date(claim.wasClaimedAt).toISOString()
-        }))
-        return Effect.orDie(sql`
-          UPDATE webhook_deliveries d SET attempts = d.attempts - 1, claimed_at = r.claimed
-          FROM jsonb_to_recordset(${
-          JSON.stringify(rows)
-        }::jsonb) AS r(seq bigint, attempts integer, claimed timestamptz)
-          WHERE d.seq = r.seq AND d.attempts = r.attempts AND d.status = 'pending'`)
-      }
+      const release = (claims: ReadonlyArray<ClaimedDelivery>) =>
+        claims.length === 0 ? Effect.void : Effect.orDie(releaseClaims(sql, claims))
 
-      const head = (webhookId: string, now: number, delays: ReadonlyArray<number>) => {
-        const at = new Date(now).toISOString()
-        const jsonDelays = JSON.stringify(delays)
-        // Rows due by their place in the queue are few when nothing is claimable (claims in
-        // flight or left by a dead runner, exhausted ones): their real time is computed;
-        // beyond them the index gives the next one.
-        return sql<QueuedRow>`
-          SELECT * FROM (
-            (SELECT seq, id, event, payload, attempts, extract(epoch FROM CASE WHEN claimed_at IS NULL
-                THEN next_attempt_at
-                ELSE claimed_at + make_interval(secs => (${jsonDelays}::jsonb->>(attempts - 1))::float8 / 1000)
-              END) * 1000 AS due_at
-            FROM webhook_deliveries
-            WHERE status = 'pending' AND seq IN (
-              SELECT seq FROM webhook_queue WHERE webhook_id = ${webhookId} AND next_attempt_at <= ${at}::timestamptz))
-            UNION ALL
-            (SELECT w.seq, w.id, w.event, w.payload, w.attempts, extract(epoch FROM q.next_attempt_at) * 1000 AS due_at
-            FROM webhook_queue q JOIN webhook_deliveries w ON w.seq = q.seq AND w.status = 'pending'
-            WHERE q.webhook_id = ${webhookId} AND q.next_attempt_at > ${at}::timestamptz
-            ORDER BY q.next_attempt_at, q.seq LIMIT 1)
-          ) AS h ORDER BY due_at, seq LIMIT 1`.pipe(Effect.orDie, Effect.map(firstQueued))
-      }
+      const head = (webhookId: string, now: number, delays: ReadonlyArray<number>) =>
+        queueHead(sql, webhookId, now, delays).pipe(
+          Effect.orDie,
+          Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toQueued(rows[0])))
+        )
 
-      const recordAll = (attempts: ReadonlyArray<AttemptRecord>) => {
-        if (attempts.length === 0) return Effect.void
-        return Effect.orDie(sql`
-          WITH r AS (${attemptRows(sql, attempts)}), logged AS (
-            ${sql.literal(LOG_ATTEMPTS)}
-          ), ${sql.literal(QUEUE_AFTER_ATTEMPTS)}
-          UPDATE webhook_deliveries d SET ${sql.literal(RECORD_SET)}
-          FROM r WHERE d.seq = r.seq AND d.attempts = r.attempt`)
-      }
+      const recordAll = (attempts: ReadonlyArray<AttemptRecord>) =>
+        attempts.length === 0 ? Effect.void : Effect.orDie(logAttempts(sql, attempts))
 
-      const fail = (seq: number) =>
-        Effect.orDie(sql`
-          WITH failed AS (
-            UPDATE webhook_deliveries SET status = 'failed' WHERE seq = ${seq} AND status = 'pending'
-            RETURNING webhook_id, next_attempt_at, seq
-          )
-          DELETE FROM webhook_queue q USING failed f
-          WHERE q.webhook_id = f.webhook_id AND q.next_attempt_at = f.next_attempt_at AND q.seq = f.seq`)
+      const fail = (seq: number) => Effect.orDie(failDelivery(sql, seq))
 
-      const failPending = (webhookId: string) =>
-        Effect.orDie(sql`
-          WITH failed AS (
-            UPDATE webhook_deliveries SET status = 'failed' WHERE webhook_id = ${webhookId} AND status = 'pending'
-            RETURNING seq
-          )
-          DELETE FROM webhook_queue WHERE webhook_id = ${webhookId} AND seq IN (SELECT seq FROM failed)`)
+      const failPending = (webhookId: string) => Effect.orDie(failPendingOf(sql, webhookId))
 
       const pendingWebhooks = () =>
-        sql<{ webhook_id: string; due_at: string | number }>`
-          SELECT webhook_id, extract(epoch FROM min(next_attempt_at)) * 1000 AS due_at
-          FROM webhook_queue GROUP BY webhook_id`.pipe(
+        webhooksWithPending(sql).pipe(
           Effect.orDie,
-          Effect.map((rows) => rows.map((row) => ({ webhookId: row.webhook_id, dueAt: Number(row.due_at) })))
+          Effect.map((rows) => rows.map((row) => ({ webhookId: row.webhook_id, dueAt: row.due_at })))
         )
 
       const list = Effect.fn("Deliveries.list")(function*(webhookId: string, options?: ListDeliveriesOptions) {
-        const limit = options?.limit ?? 50
-        const offset = options?.offset ?? 0
-        const filter = options?.status === undefined ? sql.literal("") : sql`AND status = ${options.status}`
-        const [rows, counted] = yield* Effect.all([
-          sql<DeliveryRow>`
-            SELECT * FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}
-            ORDER BY seq DESC LIMIT ${limit} OFFSET ${offset}`,
-          sql<{ total: string | number }>`
-            SELECT count(*) AS total FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}`
-        ], { concurrency: 2 }).pipe(Effect.orDie)
-        return { deliveries: rows.map(toDelivery), count: Number(counted[0].total) }
+        const [rows, counted] = yield* deliveryPage(sql, webhookId, {
+          status: options?.status,
+          limit: options?.limit ?? 50,
+          offset: options?.offset ?? 0
+        }).pipe(Effect.orDie)
+        return { deliveries: rows.map(toDelivery), count: counted[0].total }
       })
 
       const findRow = (webhookId: string, deliveryId: string) =>
-        sql<DeliveryRow & { payload: string }>`
-          SELECT * FROM webhook_deliveries WHERE id = ${deliveryId} AND webhook_id = ${webhookId}`.pipe(
+        findDelivery(sql, webhookId, deliveryId).pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(notFound(deliveryId)) : Effect.succeed(rows[0]))
         )
 
       const get = Effect.fn("Deliveries.get")(function*(webhookId: string, deliveryId: string) {
         const row = yield* findRow(webhookId, deliveryId)
-        const attempts = yield* sql<AttemptRow>`
-          SELECT * FROM webhook_attempts WHERE delivery_seq = ${row.seq} ORDER BY attempt`.pipe(Effect.orDie)
+        const attempts = yield* attemptsOf(sql, row.seq).pipe(Effect.orDie)
         return { ...toDelivery(row), payload: parseJson(row.payload), attempts: attempts.map(toAttempt(row.payload)) }
       })
 
@@ -339,17 +182,7 @@ export class Deliveries extends Context.Service<Deliveries, {
 
       const prune = Effect.fn("Deliveries.prune")(
         function*(retentionDays: Readonly<Record<string, number>>, now: number) {
-          const plans = Object.entries(retentionDays).map(([plan, days]) => ({ plan, days }))
-          const rows = yield* sql<{ deleted: string | number }>`
-          WITH doomed AS (
-            DELETE FROM webhook_deliveries d USING webhooks w, organizations o,
-              jsonb_to_recordset(${JSON.stringify(plans)}::jsonb) AS r(plan text, days integer)
-            WHERE w.id = d.webhook_id AND o.id = w.org_id AND r.plan = o.plan
-              AND d.status <> 'pending'
-              AND d.created_at < ${new Date(now).toISOString()}::timestamptz - make_interval(days => r.days)
-            RETURNING 1
-          ) SELECT count(*) AS deleted FROM doomed`.pipe(Effect.orDie)
-          return Number(rows[0].deleted)
+          return yield* pruneDeliveries(sql, retentionDays, now).pipe(Effect.orDie)
         }
       )
 

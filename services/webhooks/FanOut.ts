@@ -1,12 +1,16 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type Conflict, NotFound } from "../../schemas/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/Webhooks.ts"
 import type { DomainEvent } from "../platform/Events.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { Deliveries } from "./Deliveries.ts"
 import { type PayloadOrganization, type PayloadRepository, pingPayload, toWebhookEvent } from "./Payloads.ts"
 import { Webhooks, type WebhookScope } from "./Webhooks.ts"
+
+/** An organization's slug (tenancy's `organizations`, read for payloads). */
+const OrgSlugRow = Schema.Struct({ id: Schema.String, slug: Schema.String })
 
 /**
  * Turns events into queued deliveries: a domain event into one delivery per subscribed
@@ -36,9 +40,9 @@ export class FanOut extends Context.Service<FanOut, {
       const loadSlugs = Effect.fnUntraced(function*(orgIds: ReadonlyArray<string>) {
         const missing = [...new Set(orgIds)].filter((id) => !slugs.has(id))
         if (missing.length === 0) return
-        const rows = yield* sql<{ id: string; slug: string }>`SELECT id, slug FROM organizations WHERE id IN ${
-          sql.in(missing)
-        }`
+        const rows = yield* sql`SELECT id, slug FROM organizations WHERE id IN ${sql.in(missing)}`.pipe(
+          decodeRows(OrgSlugRow)
+        )
         for (const row of rows) slugs.set(row.id, row.slug)
         for (const id of missing) if (!slugs.has(id)) slugs.set(id, id)
       })

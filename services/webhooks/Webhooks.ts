@@ -1,7 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
-import type { Plan } from "../../schemas/Tenancy.ts"
 import {
   type CreateWebhook,
   PlanRequired,
@@ -15,35 +14,22 @@ import {
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
+import {
+  CountedWebhookRow,
+  type DeliveryCounts,
+  OutcomeRow,
+  OwnerEmailRow,
+  ScopeCountRow,
+  WebhookIdRow,
+  WebhookRow
+} from "./WebhookRows.ts"
 
 /** Where a webhook belongs: the organization (`repoId` null) or one of its repositories. */
 export interface WebhookScope {
   readonly orgId: string
   readonly repoId: string | null
-}
-
-interface WebhookRow {
-  readonly id: string
-  readonly org_id: string
-  readonly repo_id: string | null
-  readonly url: string
-  readonly secret_enc: string | null
-  readonly content_type: string
-  readonly events: ReadonlyArray<string>
-  readonly is_active: boolean
-  readonly max_retries: number
-  readonly retry_interval_seconds: number
-  readonly failing_since: Date | null
-  readonly disabled_reason: string | null
-  readonly created_at: Date
-  readonly updated_at: Date
-}
-
-interface CountsRow {
-  readonly delivery_count: number | string | null
-  readonly failure_count: number | string | null
-  readonly last_delivery_at: Date | null
 }
 
 /** What the delivery loop needs: the settings with the secret decrypted. */
@@ -60,17 +46,17 @@ export interface WebhookTarget {
   readonly failingSince: Date | null
 }
 
-const toWebhook = (row: WebhookRow & Partial<CountsRow>): Webhook => ({
+const toWebhook = (row: WebhookRow & Partial<DeliveryCounts>): Webhook => ({
   id: row.id,
   url: row.url,
   hasSecret: row.secret_enc !== null,
-  contentType: row.content_type as WebhookContentType,
+  contentType: row.content_type,
   events: row.events,
   isActive: row.is_active,
   maxRetries: row.max_retries,
   retryIntervalSeconds: row.retry_interval_seconds,
-  deliveryCount: Number(row.delivery_count ?? 0),
-  failureCount: Number(row.failure_count ?? 0),
+  deliveryCount: row.delivery_count ?? 0,
+  failureCount: row.failure_count ?? 0,
   lastDeliveryAt: row.last_delivery_at?.toISOString() ?? null,
   disabledReason: row.disabled_reason,
   createdAt: row.created_at.toISOString(),
@@ -139,11 +125,11 @@ export class Webhooks extends Context.Service<Webhooks, {
         const row = yield* sql.withTransaction(Effect.gen(function*() {
           // Serialise creations in one scope so two at once cannot both pass the count.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${scope.orgId}:${scope.repoId ?? ""}`}))`
-          const [org] = yield* sql<{ plan: Plan; count: number | string }>`
+          const [org] = yield* sql`
             SELECT plan, (SELECT count(*) FROM webhooks WHERE ${inScope(scope)}) AS count
-            FROM organizations WHERE id = ${scope.orgId}`
+            FROM organizations WHERE id = ${scope.orgId}`.pipe(decodeRows(ScopeCountRow))
           const limit = webhooksPerScope[org.plan]
-          if (Number(org.count) >= limit) {
+          if (org.count >= limit) {
             const requiredPlan = planAbove(org.plan)
             return yield* new PlanRequired({
               message: `The ${org.plan} plan allows ${limit} webhooks ${
@@ -152,7 +138,7 @@ export class Webhooks extends Context.Service<Webhooks, {
               requiredPlan
             })
           }
-          const rows = yield* sql<WebhookRow>`
+          const rows = yield* sql`
             INSERT INTO webhooks (
               id, org_id, repo_id, url, secret_enc, content_type, events, is_active, max_retries,
               retry_interval_seconds, created_at, updated_at
@@ -163,14 +149,14 @@ export class Webhooks extends Context.Service<Webhooks, {
               ${input.isActive ?? WEBHOOK_DEFAULTS.isActive}, ${input.maxRetries ?? WEBHOOK_DEFAULTS.maxRetries},
               ${input.retryIntervalSeconds ?? WEBHOOK_DEFAULTS.retryIntervalSeconds},
               ${now}::timestamptz, ${now}::timestamptz
-            ) RETURNING *`
+            ) RETURNING *`.pipe(decodeRows(WebhookRow))
           return rows[0]
         })).pipe(Effect.catchTag("SqlError", Effect.die))
         return toWebhook(row)
       })
 
       const withCounts = (filter: Statement.Fragment) =>
-        sql<WebhookRow & CountsRow>`
+        sql`
           SELECT w.*, d.delivery_count, d.failure_count, d.last_delivery_at FROM webhooks w
           LEFT JOIN LATERAL (
             SELECT count(*) AS delivery_count, count(*) FILTER (WHERE status = 'failed') AS failure_count,
@@ -178,7 +164,7 @@ export class Webhooks extends Context.Service<Webhooks, {
             FROM webhook_deliveries WHERE webhook_id = w.id
           ) d ON true
           WHERE ${filter}
-          ORDER BY w.created_at DESC, w.id DESC`.pipe(Effect.orDie)
+          ORDER BY w.created_at DESC, w.id DESC`.pipe(decodeRows(CountedWebhookRow), Effect.orDie)
 
       const list = Effect.fn("Webhooks.list")(function*(scope: WebhookScope) {
         const rows = yield* withCounts(inScope(scope))
@@ -197,7 +183,7 @@ export class Webhooks extends Context.Service<Webhooks, {
         const now = yield* nowIso
         const none = sql.literal("")
         const set = (column: string, value: unknown) => value === undefined ? none : sql`, ${sql(column)} = ${value}`
-        const rows = yield* sql<{ id: string }>`
+        const rows = yield* sql`
           UPDATE webhooks SET updated_at = ${now}::timestamptz
             ${set("url", patch.url)}${set("content_type", patch.contentType)}
             ${set("max_retries", patch.maxRetries)}${set("retry_interval_seconds", patch.retryIntervalSeconds)}
@@ -214,13 +200,14 @@ export class Webhooks extends Context.Service<Webhooks, {
             : sql`, is_active = ${patch.isActive}, failing_since = NULL, disabled_reason = NULL`
         }
           WHERE id = ${id} AND ${inScope(scope)}
-          RETURNING id`.pipe(Effect.orDie)
+          RETURNING id`.pipe(decodeRows(WebhookIdRow), Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
         return yield* get(scope, id)
       })
 
       const remove = Effect.fn("Webhooks.remove")(function*(scope: WebhookScope, id: string) {
         const rows = yield* sql`DELETE FROM webhooks WHERE id = ${id} AND ${inScope(scope)} RETURNING id`.pipe(
+          decodeRows(WebhookIdRow),
           Effect.orDie
         )
         if (rows.length === 0) return yield* notFound(id)
@@ -235,7 +222,7 @@ export class Webhooks extends Context.Service<Webhooks, {
             repoId: row.repo_id,
             url: row.url,
             secret,
-            contentType: row.content_type as WebhookContentType,
+            contentType: row.content_type,
             isActive: row.is_active,
             maxRetries: row.max_retries,
             retryIntervalSeconds: row.retry_interval_seconds,
@@ -244,7 +231,8 @@ export class Webhooks extends Context.Service<Webhooks, {
         )
 
       const requireActive = Effect.fn("Webhooks.requireActive")(function*(scope: WebhookScope, id: string) {
-        const rows = yield* sql<WebhookRow>`SELECT * FROM webhooks WHERE id = ${id} AND ${inScope(scope)}`.pipe(
+        const rows = yield* sql`SELECT * FROM webhooks WHERE id = ${id} AND ${inScope(scope)}`.pipe(
+          decodeRows(WebhookRow),
           Effect.orDie
         )
         if (rows.length === 0) return yield* notFound(id)
@@ -255,7 +243,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       })
 
       const loadTarget = Effect.fn("Webhooks.loadTarget")(function*(id: string) {
-        const rows = yield* sql<WebhookRow>`SELECT * FROM webhooks WHERE id = ${id}`.pipe(Effect.orDie)
+        const rows = yield* sql`SELECT * FROM webhooks WHERE id = ${id}`.pipe(decodeRows(WebhookRow), Effect.orDie)
         return rows.length === 0 ? Option.none() : Option.some(yield* toTarget(rows[0]))
       })
 
@@ -271,7 +259,7 @@ export class Webhooks extends Context.Service<Webhooks, {
           return Option.none()
         }
         const cutoff = new Date(outcome.at.getTime() - outcome.disableAfterMs).toISOString()
-        const disabled = yield* sql<{ org_id: string; just_disabled: boolean }>`
+        const disabled = yield* sql`
           UPDATE webhooks SET
             failing_since = coalesce(failing_since, ${at}::timestamptz),
             is_active = is_active AND NOT coalesce(failing_since <= ${cutoff}::timestamptz, false),
@@ -279,15 +267,19 @@ export class Webhooks extends Context.Service<Webhooks, {
               THEN 'Every delivery attempt failed for 5 days' ELSE disabled_reason END
           WHERE id = ${id}
           RETURNING org_id, NOT is_active AND failing_since <= ${cutoff}::timestamptz AS just_disabled`.pipe(
+          decodeRows(OutcomeRow),
           Effect.orDie
         )
         if (disabled.length === 0 || !disabled[0].just_disabled) {
           return Option.none()
         }
         // The owners come from tenancy's tables: read-only, for this one notice.
-        const owners = yield* sql<{ email: string }>`
+        const owners = yield* sql`
           SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-          WHERE m.org_id = ${disabled[0].org_id} AND m.role = 'owner' ORDER BY u.email`.pipe(Effect.orDie)
+          WHERE m.org_id = ${disabled[0].org_id} AND m.role = 'owner' ORDER BY u.email`.pipe(
+          decodeRows(OwnerEmailRow),
+          Effect.orDie
+        )
         return Option.some(owners.map((owner) => owner.email))
       })
 
