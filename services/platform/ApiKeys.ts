@@ -17,6 +17,7 @@ import {
 import { sha256Hex } from "./Crypto.ts"
 import { Events, publish } from "./Events.ts"
 import { makeId, randomBase62 } from "./Ids.ts"
+import { decodeRows } from "./Rows.ts"
 import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
 
 /** Who is calling: the key, its organization and user, and what it may do. */
@@ -61,6 +62,12 @@ const PrincipalRow = Schema.Struct({
   user_name: Schema.NullOr(Schema.String),
   user_created_at: Schema.Date
 })
+
+/** What creating a key reads back. */
+const CreatedRow = Schema.Struct({ created_at: Schema.Date })
+
+/** The organization of a key just revoked. */
+const RevokedRow = Schema.Struct({ org_id: Schema.String })
 
 /** Keys are stored as SHA-256 of the secret; the secret itself is shown once and never kept. */
 const hashSecret = sha256Hex
@@ -109,10 +116,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const secret = secretPrefix + randomBase62(40)
         const id = makeId("key")
         const name = input.name ?? "default"
-        const rows = yield* sql<{ created_at: Date }>`
+        const rows = yield* sql`
           INSERT INTO api_keys (id, org_id, user_id, name, secret_hash, scopes)
           VALUES (${id}, ${org.id}, ${member.value.id}, ${name}, ${hashSecret(secret)}, ${scopes as Array<string>})
-          RETURNING created_at`.pipe(Effect.orDie)
+          RETURNING created_at`.pipe(decodeRows(CreatedRow), Effect.orDie)
         return {
           id,
           key: secret,
@@ -157,10 +164,10 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string, options?: { readonly orgId?: string }) {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql<{ org_id: string }>`
+          const rows = yield* sql`
             UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
             WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
-            RETURNING org_id`
+            RETURNING org_id`.pipe(decodeRows(RevokedRow))
           // Other runners drop their cached lookup of this key when the event arrives.
           if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
           return rows

@@ -4,6 +4,7 @@ import type { Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type DomainEvent, horizonSql, isAfter, type Position, type PositionedEvent, readAfter } from "./EventLog.ts"
+import { decodeRows } from "./Rows.ts"
 import { type Segment, type SharedReads, sliceSegment } from "./SharedReads.ts"
 
 export interface ConsumeOptions {
@@ -19,6 +20,9 @@ export interface ConsumeOptions {
   /** Events read per transaction. Default 50 (`consume`) or 500 (`consumeBatch`). */
   readonly batchSize?: number | undefined
 }
+
+/** A consumer's row as its pass locks it, with the horizon taken before the lock. */
+const LockedCursor = Schema.Struct({ tx: Schema.BigInt, id: Schema.BigInt, horizon: Schema.BigInt })
 
 /** Internal: a failure that was already logged and is to be retried. */
 export class Retry extends Schema.TaggedError<Retry>()("Retry", {}) {}
@@ -159,7 +163,6 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
       ON CONFLICT (name) DO NOTHING`
   }
 
-  type Int8 = bigint | number | string
   // This runner's last known cursor: where to ask the shared read from (a hint only: the
   // pass slices from the cursor it finds under the row lock).
   let known: Position | undefined
@@ -167,17 +170,17 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
     Effect.gen(function*() {
       // The snapshot of this statement is taken before the row lock assigns a transaction id,
       // so our own transaction does not hold the horizon back.
-      const locked = yield* sql<{ tx: Int8; id: Int8; horizon: Int8 }>`
+      const locked = yield* sql`
       SELECT last_tx AS tx, last_event_id AS id, ${horizonSql(sql)} AS horizon
-      FROM event_consumers WHERE name = ${name} FOR UPDATE SKIP LOCKED`
+      FROM event_consumers WHERE name = ${name} FOR UPDATE SKIP LOCKED`.pipe(decodeRows(LockedCursor))
       if (locked.length === 0) return { outcome: "busy" as Outcome, failed: undefined, cursor: known }
-      const start: Position = { tx: BigInt(locked[0].tx), id: BigInt(locked[0].id) }
+      const start: Position = { tx: locked[0].tx, id: locked[0].id }
       const read = (segment && sliceSegment(segment, start, options.batchSize, options.types)) ??
         (yield* readAfter(sql, {
           after: start,
           limit: options.batchSize,
           types: options.types,
-          horizon: BigInt(locked[0].horizon)
+          horizon: locked[0].horizon
         }))
       const progress = yield* process(read.events)
       let cursor = progress.handled === 0 ? start : read.events[progress.handled - 1].position

@@ -1,6 +1,7 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { decodeRows } from "./Rows.ts"
 
 /**
  * Reading the `domain_events` outbox in order, without a publish lock.
@@ -43,19 +44,21 @@ export interface PositionedEvent {
   readonly position: Position
 }
 
-type Int8 = bigint | number | string
-
-interface Row {
-  readonly held: boolean
-  readonly headTx: Int8 | null
-  readonly headId: Int8 | null
-  readonly tx: Int8 | null
-  readonly id: Int8 | null
-  readonly type: string
-  readonly orgId: string | null
-  readonly data: unknown
-  readonly createdAt: Date
-}
+/**
+ * A row of the read: the horizon's `held` and `head` on every row, and one event per row
+ * (all its columns null when no event matched: the read still answers the head).
+ */
+const ReadRow = Schema.Struct({
+  held: Schema.Boolean,
+  headTx: Schema.NullOr(Schema.BigInt),
+  headId: Schema.NullOr(Schema.BigInt),
+  tx: Schema.NullOr(Schema.BigInt),
+  id: Schema.NullOr(Schema.BigInt),
+  type: Schema.NullOr(Schema.String),
+  orgId: Schema.NullOr(Schema.String),
+  data: Schema.Unknown,
+  createdAt: Schema.NullOr(Schema.Date)
+})
 
 /** SQL for the horizon of the statement's snapshot. */
 export const horizonSql = (sql: SqlClient.SqlClient) =>
@@ -95,7 +98,7 @@ export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOption
   const typeFilter = options.types === undefined ? sql.literal("") : sql`AND type IN ${sql.in(options.types)}`
   const horizon = options.horizon === undefined ? horizonSql(sql) : sql`${String(options.horizon)}::bigint`
   // `held`: a committed event at or above the horizon exists, i.e. the newest visible one is.
-  return sql<Row>`
+  return sql`
       SELECT coalesce((SELECT max(tx) FROM domain_events) >= s.horizon, false) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
         e.created_at AS "createdAt"
       FROM (SELECT ${horizon} AS horizon) AS s
@@ -119,18 +122,18 @@ export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOption
  */
 export const readAfter = (sql: SqlClient.SqlClient, options: ReadOptions): Effect.Effect<Read, SqlError> =>
   Effect.map(
-    readAfterStatement(sql, options),
+    readAfterStatement(sql, options).pipe(decodeRows(ReadRow)),
     (rows) => {
       const events = rows.flatMap((row): Array<PositionedEvent> =>
-        row.id === null || row.tx === null ? [] : [{
-          position: { tx: BigInt(row.tx), id: BigInt(row.id) },
+        row.id === null || row.tx === null || row.type === null || row.createdAt === null ? [] : [{
+          position: { tx: row.tx, id: row.id },
           event: { id: Number(row.id), type: row.type, orgId: row.orgId, data: row.data, createdAt: row.createdAt }
         }]
       )
       const first = rows[0]
       const head = first === undefined || first.headTx === null || first.headId === null
         ? START
-        : { tx: BigInt(first.headTx), id: BigInt(first.headId) }
+        : { tx: first.headTx, id: first.headId }
       const full = events.length === options.limit
       const through = full && events.length > 0 ? events[events.length - 1].position : head
       return { events, head, full, held: first?.held === true, through }

@@ -1,19 +1,24 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { AuditAction, AuditEntry, AuditList } from "../../schemas/Audit.ts"
+import { AuditAction, type AuditEntry, type AuditList } from "../../schemas/Audit.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
-interface EntryRow {
-  readonly id: string
-  readonly action: AuditAction
-  readonly actor_id: string
-  readonly actor_username: string
-  readonly repo_full_name: string | null
-  readonly ref: string | null
-  readonly rule_ids: ReadonlyArray<string>
-  readonly detail: string
-  readonly created_at: Date
-}
+/** A stored audit entry (the columns `toEntry` reads). */
+const EntryRow = Schema.Struct({
+  id: Schema.String,
+  action: AuditAction,
+  actor_id: Schema.String,
+  actor_username: Schema.String,
+  repo_full_name: Schema.NullOr(Schema.String),
+  ref: Schema.NullOr(Schema.String),
+  rule_ids: Schema.Array(Schema.String),
+  detail: Schema.String,
+  created_at: Schema.Date
+})
+type EntryRow = typeof EntryRow.Type
+
+const CountRow = Schema.Struct({ count: Schema.Int })
 
 const toEntry = (row: EntryRow): AuditEntry => ({
   id: row.id,
@@ -77,12 +82,12 @@ export class AuditLog extends Context.Service<AuditLog, {
           if (filter.from !== undefined) conditions.push(sql`created_at >= ${new Date(filter.from)}`)
           if (filter.to !== undefined) conditions.push(sql`created_at <= ${new Date(filter.to)}`)
           const where = sql.and(conditions)
-          const rows = yield* sql<EntryRow>`
+          const rows = yield* sql`
             SELECT * FROM audit_log WHERE ${where} ORDER BY seq DESC
-            LIMIT ${filter.limit ?? 100} OFFSET ${filter.offset ?? 0}`.pipe(Effect.orDie)
-          const [{ count }] = yield* sql<{ count: number | string }>`
-            SELECT count(*) AS count FROM audit_log WHERE ${where}`.pipe(Effect.orDie)
-          return { entries: rows.map(toEntry), count: Number(count) }
+            LIMIT ${filter.limit ?? 100} OFFSET ${filter.offset ?? 0}`.pipe(decodeRows(EntryRow), Effect.orDie)
+          const [{ count }] = yield* sql`
+            SELECT count(*)::int AS count FROM audit_log WHERE ${where}`.pipe(decodeRows(CountRow), Effect.orDie)
+          return { entries: rows.map(toEntry), count }
         }
       )
 

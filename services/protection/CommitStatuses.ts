@@ -1,21 +1,26 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/CommitStatuses.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
-import { CommitStatusEvent, type StatusState } from "../pulls/BranchRules.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { CommitStatusEvent, StatusState } from "../pulls/BranchRules.ts"
 
-interface StatusRow {
-  readonly id: string
-  readonly sha: string
-  readonly state: StatusState
-  readonly context: string
-  readonly description: string | null
-  readonly target_url: string | null
-  readonly creator: string | null
-  readonly created_at: Date
-}
+/** A reported status with its creator's username. */
+const StatusRow = Schema.Struct({
+  id: Schema.String,
+  sha: Schema.String,
+  state: StatusState,
+  context: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  target_url: Schema.NullOr(Schema.String),
+  creator: Schema.NullOr(Schema.String),
+  created_at: Schema.Date
+})
+type StatusRow = typeof StatusRow.Type
+
+const LatestRow = Schema.Struct({ context: Schema.String, state: StatusState })
 
 const toStatus = (row: StatusRow): CommitStatus => ({
   id: row.id,
@@ -77,14 +82,17 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
                       ${input.targetUrl ?? null}, ${creatorId})`
             yield* publish(CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state }))
           })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-          const [row] = yield* sql<StatusRow>`${select} WHERE s.id = ${id}`.pipe(Effect.orDie)
+          const [row] = yield* sql`${select} WHERE s.id = ${id}`.pipe(decodeRows(StatusRow), Effect.orDie)
           return toStatus(row)
         }
       )
 
       const list = Effect.fn("CommitStatuses.list")(function*(repo: RepoRecord, sha: string) {
-        const rows = yield* sql<StatusRow>`
-          ${select} WHERE s.repo_id = ${repo.id} AND s.sha = ${sha} ORDER BY s.seq DESC`.pipe(Effect.orDie)
+        const rows = yield* sql`
+          ${select} WHERE s.repo_id = ${repo.id} AND s.sha = ${sha} ORDER BY s.seq DESC`.pipe(
+          decodeRows(StatusRow),
+          Effect.orDie
+        )
         const latest = new Map<string, StatusState>()
         for (const row of rows) if (!latest.has(row.context)) latest.set(row.context, row.state)
         return {
@@ -96,9 +104,10 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
       })
 
       const latest = (repoId: string, sha: string) =>
-        sql<{ context: string; state: StatusState }>`
+        sql`
           SELECT DISTINCT ON (context) context, state FROM commit_statuses
           WHERE repo_id = ${repoId} AND sha = ${sha} ORDER BY context, seq DESC`.pipe(
+          decodeRows(LatestRow),
           Effect.orDie,
           Effect.map((rows): ReadonlyMap<string, StatusState> => new Map(rows.map((row) => [row.context, row.state])))
         )

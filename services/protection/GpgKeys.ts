@@ -1,23 +1,28 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import type { CreateGpgKey, GpgKey, GpgKeyList } from "../../schemas/GpgKeys.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
 import { parsePublicKey } from "./SignatureCheck.ts"
 
-interface KeyRow {
-  readonly id: string
-  readonly user_id: string
-  readonly name: string | null
-  readonly key_id: string
-  readonly fingerprint: string
-  readonly subkey_ids: ReadonlyArray<string>
-  readonly emails: ReadonlyArray<string>
-  readonly armored: string
-  readonly expires_at: Date | null
-  readonly created_at: Date
-}
+/** A stored key. */
+const KeyRow = Schema.Struct({
+  id: Schema.String,
+  user_id: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  key_id: Schema.String,
+  fingerprint: Schema.String,
+  subkey_ids: Schema.Array(Schema.String),
+  emails: Schema.Array(Schema.String),
+  armored: Schema.String,
+  expires_at: Schema.NullOr(Schema.Date),
+  created_at: Schema.Date
+})
+type KeyRow = typeof KeyRow.Type
+
+const ArmoredRow = Schema.Struct({ armored: Schema.String })
 
 const toKey = (row: KeyRow): GpgKey => ({
   id: row.id,
@@ -56,13 +61,17 @@ export class GpgKeys extends Context.Service<GpgKeys, {
       const sql = yield* SqlClient.SqlClient
 
       const list = Effect.fn("GpgKeys.list")(function*(userId: string) {
-        const rows = yield* sql<KeyRow>`
-          SELECT * FROM gpg_keys WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC`.pipe(Effect.orDie)
+        const rows = yield* sql`
+          SELECT * FROM gpg_keys WHERE user_id = ${userId} ORDER BY created_at DESC, id DESC`.pipe(
+          decodeRows(KeyRow),
+          Effect.orDie
+        )
         return { keys: rows.map(toKey), count: rows.length }
       })
 
       const get = Effect.fn("GpgKeys.get")(function*(userId: string, id: string) {
-        const rows = yield* sql<KeyRow>`SELECT * FROM gpg_keys WHERE id = ${id} AND user_id = ${userId}`.pipe(
+        const rows = yield* sql`SELECT * FROM gpg_keys WHERE id = ${id} AND user_id = ${userId}`.pipe(
+          decodeRows(KeyRow),
           Effect.orDie
         )
         if (rows.length === 0) return yield* new NotFound({ message: `GPG key '${id}' not found` })
@@ -103,9 +112,13 @@ export class GpgKeys extends Context.Service<GpgKeys, {
       })
 
       const organizationKeys = (orgId: string) =>
-        sql<{ armored: string }>`
+        sql`
           SELECT k.armored FROM gpg_keys k JOIN memberships m ON m.user_id = k.user_id
-          WHERE m.org_id = ${orgId}`.pipe(Effect.orDie, Effect.map((rows) => rows.map((row) => row.armored)))
+          WHERE m.org_id = ${orgId}`.pipe(
+          decodeRows(ArmoredRow),
+          Effect.orDie,
+          Effect.map((rows) => rows.map((row) => row.armored))
+        )
 
       return GpgKeys.of({ list, get, add, remove, organizationKeys })
     })

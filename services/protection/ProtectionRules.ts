@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import {
   type CreateProtectionRule,
@@ -10,32 +10,40 @@ import {
   type UpdateProtectionRule
 } from "../../schemas/BranchProtection.ts"
 import { NotFound } from "../../schemas/Errors.ts"
-import type { Plan } from "../../schemas/Tenancy.ts"
+import { Plan } from "../../schemas/Tenancy.ts"
 import { PlanRequired } from "../../schemas/Webhooks.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { enforcedOptions, optionPlan, optionsBeyondPlan } from "./PlanGating.ts"
 import { type EnforcedRule, matchingRules } from "./RulePolicy.ts"
 
-interface RuleRow {
-  readonly id: string
-  readonly repo_id: string
-  readonly branch_pattern: string
-  readonly require_pull_request: boolean
-  readonly required_approvals: number
-  readonly dismiss_stale_reviews: boolean
-  readonly require_code_owner_review: boolean
-  readonly require_signed_commits: boolean
-  readonly require_linear_history: boolean
-  readonly allow_force_push: boolean
-  readonly allow_deletions: boolean
-  readonly restrict_push_users: ReadonlyArray<string>
-  readonly require_status_checks: boolean
-  readonly required_status_checks: ReadonlyArray<string>
-  readonly bypass_users: ReadonlyArray<string>
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** A stored rule. */
+const RuleRow = Schema.Struct({
+  id: Schema.String,
+  repo_id: Schema.String,
+  branch_pattern: Schema.String,
+  require_pull_request: Schema.Boolean,
+  required_approvals: Schema.Int,
+  dismiss_stale_reviews: Schema.Boolean,
+  require_code_owner_review: Schema.Boolean,
+  require_signed_commits: Schema.Boolean,
+  require_linear_history: Schema.Boolean,
+  allow_force_push: Schema.Boolean,
+  allow_deletions: Schema.Boolean,
+  restrict_push_users: Schema.Array(Schema.String),
+  require_status_checks: Schema.Boolean,
+  required_status_checks: Schema.Array(Schema.String),
+  bypass_users: Schema.Array(Schema.String),
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+type RuleRow = typeof RuleRow.Type
+
+/** A rule with its organization's plan (what enforcement reads). */
+const PlannedRuleRow = Schema.Struct({ ...RuleRow.fields, plan: Plan })
+
+const PlanRow = Schema.Struct({ plan: Plan })
 
 const optionsOf = (row: RuleRow): RuleOptions => ({
   requirePullRequest: row.require_pull_request,
@@ -94,18 +102,21 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
       const sql = yield* SqlClient.SqlClient
 
       const planOf = (orgId: string) =>
-        sql<{ plan: Plan }>`SELECT plan FROM organizations WHERE id = ${orgId}`.pipe(
+        sql`SELECT plan FROM organizations WHERE id = ${orgId}`.pipe(
+          decodeRows(PlanRow),
           Effect.orDie,
           Effect.map((rows) => rows[0]?.plan ?? "free")
         )
 
       const rowsOf = (repoId: string) =>
-        sql<RuleRow>`SELECT * FROM branch_protection_rules WHERE repo_id = ${repoId} ORDER BY created_at, id`.pipe(
+        sql`SELECT * FROM branch_protection_rules WHERE repo_id = ${repoId} ORDER BY created_at, id`.pipe(
+          decodeRows(RuleRow),
           Effect.orDie
         )
 
       const findRow = (repo: RepoRecord, id: string) =>
-        sql<RuleRow>`SELECT * FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(
+        sql`SELECT * FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(
+          decodeRows(RuleRow),
           Effect.orDie,
           Effect.flatMap((rows) =>
             rows.length === 0
@@ -196,9 +207,9 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
       const enforcedMatcher = (repo: RepoRecord) =>
         Effect.gen(function*() {
           // One round trip: the rules with the organization's plan (a push checks every ref).
-          const rows = yield* sql<RuleRow & { plan: Plan }>`
+          const rows = yield* sql`
             SELECT r.*, o.plan FROM branch_protection_rules r JOIN organizations o ON o.id = ${repo.orgId}
-            WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(Effect.orDie)
+            WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(decodeRows(PlannedRuleRow), Effect.orDie)
           const patterns = rows.map((row) => ({ branchPattern: row.branch_pattern, row }))
           return (branch: string): ReadonlyArray<EnforcedRule> =>
             matchingRules(patterns, branch).map(({ row }): EnforcedRule => ({

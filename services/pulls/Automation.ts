@@ -1,8 +1,10 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/Errors.ts"
 import { PullRequestClosed } from "../../schemas/PullRequestEvents.ts"
 import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../schemas/PullRequests.ts"
+import { Role } from "../../schemas/Tenancy.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
@@ -10,6 +12,18 @@ import { closeStale, isOpen, loadById, markStale, setAutoMerge } from "./PullReq
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 const DAY_MS = 86_400_000
+
+/** The user who enabled auto-merge, with their role in the organization (`member` when none). */
+const EnablerRow = Schema.Struct({
+  id: Schema.String,
+  username: Schema.String,
+  name: Schema.NullOr(Schema.String),
+  email: Schema.String,
+  role: Role
+})
+
+/** A repository's stale setting. */
+const StaleSettingRow = Schema.Struct({ enabled: Schema.Boolean, warn: Schema.Int, close: Schema.Int })
 
 /**
  * What a pull request's entity does on its own (GUIDE §11):
@@ -61,10 +75,11 @@ export class Automation extends Context.Service<Automation, {
         )
 
       const actorById = (userId: string, orgId: string) =>
-        sql<{ id: string; username: string; name: string | null; email: string; role: Actor["role"] }>`
+        sql`
           SELECT u.id, u.username, u.name, u.email, coalesce(m.role, 'member') AS role
           FROM users u LEFT JOIN memberships m ON m.user_id = u.id AND m.org_id = ${orgId}
           WHERE u.id = ${userId}`.pipe(
+          decodeRows(EnablerRow),
           Effect.orDie,
           Effect.map((rows) => rows.map((row): Actor => ({ ...row, name: row.name ?? row.username }))[0])
         )
@@ -108,9 +123,9 @@ export class Automation extends Context.Service<Automation, {
         const found = yield* pulls.findById(prId)
         if (Option.isNone(found) || !isOpen(found.value.row)) return null
         const { repo, row } = found.value
-        const [settings] = yield* sql<{ enabled: boolean; warn: number; close: number }>`
+        const [settings] = yield* sql`
           SELECT stale_enabled AS enabled, stale_warn_days AS warn, stale_close_days AS close
-          FROM repositories WHERE id = ${repo.id}`.pipe(Effect.orDie)
+          FROM repositories WHERE id = ${repo.id}`.pipe(decodeRows(StaleSettingRow), Effect.orDie)
         const now = yield* Clock.currentTimeMillis
         // Disabled: look again a day later (the setting may be turned back on).
         if (settings === undefined || !settings.enabled) return now + DAY_MS

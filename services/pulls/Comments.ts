@@ -11,39 +11,18 @@ import {
 import { gitText } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import { makeId } from "../platform/Ids.ts"
+import {
+  type CommentRow,
+  findComments,
+  findSuggestion,
+  insertComment,
+  insertSuggestion,
+  type SuggestionRow
+} from "./CommentRows.ts"
 import { diffAgainstMergeBase, newSideLines, parseDiff } from "./PullDiff.ts"
 import type { Actor } from "./PullEvents.ts"
 import { isOpen, personOf, touchActivity } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
-
-interface CommentRow {
-  readonly id: string
-  readonly body: string
-  readonly author_id: string | null
-  readonly username: string | null
-  readonly name: string | null
-  readonly email: string | null
-  readonly path: string | null
-  readonly line: number | null
-  readonly start_line: number | null
-  readonly head_sha: string
-  readonly created_at: Date
-  readonly suggestion: SuggestionRow | null
-}
-
-export interface SuggestionRow {
-  readonly id: string
-  readonly comment_id: string | null
-  readonly author_id: string
-  readonly path: string
-  readonly start_line: number
-  readonly end_line: number
-  readonly original_lines: ReadonlyArray<string>
-  readonly replacement: string
-  readonly head_sha: string
-  readonly state: "open" | "applied"
-  readonly applied_sha: string | null
-}
 
 export const toSuggestion = (row: SuggestionRow): Suggestion => ({
   id: row.id,
@@ -104,13 +83,8 @@ export class Comments extends Context.Service<Comments, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const cache = yield* RepoCache
-      const select = sql`
-        SELECT c.*, u.username, u.name, u.email,
-          (SELECT to_jsonb(s) FROM pr_suggestions s WHERE s.comment_id = c.id LIMIT 1) AS suggestion
-        FROM pr_comments c LEFT JOIN users u ON u.id = c.author_id`
-
       const list = (pull: PullContext) =>
-        sql<CommentRow>`${select} WHERE c.pr_id = ${pull.row.id} ORDER BY c.created_at, c.id`.pipe(
+        findComments(sql, sql`WHERE c.pr_id = ${pull.row.id} ORDER BY c.created_at, c.id`).pipe(
           Effect.orDie,
           Effect.map((rows) => ({ comments: rows.map(toComment), count: rows.length }))
         )
@@ -165,22 +139,35 @@ export class Comments extends Context.Service<Comments, {
           if (replacement !== undefined) suggestion = { lines, replacement }
         }
         yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            INSERT INTO pr_comments (id, pr_id, author_id, body, path, line, start_line, head_sha, created_at)
-            VALUES (${id}, ${pull.row.id}, ${actor?.id ?? null}, ${input.body}, ${input.path ?? null},
-              ${input.line ?? null}, ${input.path === undefined ? null : (input.startLine ?? input.line ?? null)},
-              ${pull.row.head_sha}, ${now})`
+          yield* insertComment(sql, {
+            id,
+            prId: pull.row.id,
+            authorId: actor?.id ?? null,
+            body: input.body,
+            path: input.path ?? null,
+            line: input.line ?? null,
+            startLine: input.path === undefined ? null : (input.startLine ?? input.line ?? null),
+            headSha: pull.row.head_sha,
+            now
+          })
           if (suggestion !== undefined && actor !== null) {
-            yield* sql`
-              INSERT INTO pr_suggestions (id, pr_id, comment_id, author_id, path, start_line, end_line, original_lines,
-                replacement, head_sha, created_at)
-              VALUES (${makeId("sug")}, ${pull.row.id}, ${id}, ${actor.id}, ${input.path!},
-                ${input.startLine ?? input.line!}, ${input.line!}, ${JSON.stringify(suggestion.lines)}::jsonb,
-                ${suggestion.replacement}, ${pull.row.head_sha}, ${now})`
+            yield* insertSuggestion(sql, {
+              id: makeId("sug"),
+              prId: pull.row.id,
+              commentId: id,
+              authorId: actor.id,
+              path: input.path!,
+              startLine: input.startLine ?? input.line!,
+              endLine: input.line!,
+              originalLines: suggestion.lines,
+              replacement: suggestion.replacement,
+              headSha: pull.row.head_sha,
+              now
+            })
           }
           yield* touchActivity(sql, pull.row.id, now)
         })).pipe(Effect.orDie)
-        const [row] = yield* sql<CommentRow>`${select} WHERE c.id = ${id}`.pipe(Effect.orDie)
+        const [row] = yield* findComments(sql, sql`WHERE c.id = ${id}`).pipe(Effect.orDie)
         return toComment(row)
       })
 
@@ -188,16 +175,20 @@ export class Comments extends Context.Service<Comments, {
         Effect.gen(function*() {
           const now = new Date(yield* Clock.currentTimeMillis)
           const client = yield* SqlClient.SqlClient
-          yield* client`
-            INSERT INTO pr_comments (id, pr_id, author_id, body, head_sha, created_at)
-            VALUES (${makeId("cmt")}, ${prId}, NULL, ${body}, ${headSha}, ${now})`.pipe(Effect.orDie)
+          yield* insertComment(client, {
+            id: makeId("cmt"),
+            prId,
+            authorId: null,
+            body,
+            path: null,
+            line: null,
+            startLine: null,
+            headSha,
+            now
+          }).pipe(Effect.orDie)
         })
 
-      const suggestion = (pull: PullContext, id: string) =>
-        sql<SuggestionRow>`SELECT * FROM pr_suggestions WHERE pr_id = ${pull.row.id} AND id = ${id}`.pipe(
-          Effect.orDie,
-          Effect.map((rows) => Option.fromNullishOr(rows[0]))
-        )
+      const suggestion = (pull: PullContext, id: string) => findSuggestion(sql, pull.row.id, id).pipe(Effect.orDie)
 
       return Comments.of({ list, create, system, suggestion })
     })

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { MergeCheck, MergeStrategy } from "../../schemas/PullRequests.ts"
 import type { MergePolicy, StatusState } from "./BranchRules.ts"
+import { codeOwnerRequests, latestVerdicts } from "./ReviewRows.ts"
 
 /**
  * The merge-check engine (GUIDE §11): every check a target branch's rules configure, with
@@ -125,12 +126,7 @@ export const allPassed = (checks: ReadonlyArray<MergeCheck>) => checks.every((c)
 export const gatherReviews = (prId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<StandingReview & { readonly dismissed: boolean }>`
-      SELECT DISTINCT ON (r.reviewer_id) r.reviewer_id AS "reviewerId", u.username, r.state,
-        r.head_sha AS "headSha", r.dismissed_at IS NOT NULL AS dismissed
-      FROM pr_reviews r JOIN users u ON u.id = r.reviewer_id
-      WHERE r.pr_id = ${prId} AND r.submitted_at IS NOT NULL AND r.state IN ('approved', 'changes_requested')
-      ORDER BY r.reviewer_id, r.submitted_at DESC, r.created_at DESC`.pipe(Effect.orDie)
+    const rows = yield* latestVerdicts(sql, prId).pipe(Effect.orDie)
     return rows.filter((row) => !row.dismissed).map(({ dismissed: _, ...review }): StandingReview => review)
   })
 
@@ -138,7 +134,5 @@ export const gatherReviews = (prId: string) =>
 export const gatherCodeOwners = (prId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<{ user_id: string }>`
-      SELECT user_id FROM pr_review_requests WHERE pr_id = ${prId} AND source = 'codeowners'`.pipe(Effect.orDie)
-    return new Set(rows.map((row) => row.user_id))
+    return new Set(yield* codeOwnerRequests(sql, prId).pipe(Effect.orDie))
   })

@@ -10,6 +10,7 @@ import {
   PullRequestState
 } from "../../schemas/PullRequests.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
 /*
  * The `pull_requests` table: its row, how the API and events present it, and every statement
@@ -53,7 +54,8 @@ export const PrRow = Schema.Struct({
 })
 export type PrRow = typeof PrRow.Type
 
-const decodeRows = Schema.decodeUnknownEffect(Schema.Array(PrRow))
+/** The id a conditional write or a lookup of ids returns. */
+const IdRow = Schema.Struct({ id: Schema.String })
 
 /** The joined select every reader uses; append `WHERE …`. */
 const selectPullRequests = (sql: SqlClient.SqlClient) =>
@@ -64,9 +66,9 @@ const selectPullRequests = (sql: SqlClient.SqlClient) =>
         JOIN users u ON u.id = rr.user_id WHERE rr.pr_id = p.id), '{}') AS requested
     FROM pull_requests p JOIN users a ON a.id = p.author_id LEFT JOIN users m ON m.id = p.merged_by`
 
-/** Pull requests by the joined select and `rest` (`WHERE …`, `ORDER BY …`), decoded; a row that does not decode is a defect. */
+/** Pull requests by the joined select and `rest` (`WHERE …`, `ORDER BY …`), decoded. */
 export const findPullRequests = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
-  sql`${selectPullRequests(sql)} ${rest}`.pipe(Effect.flatMap(decodeRows), Effect.orDie)
+  sql`${selectPullRequests(sql)} ${rest}`.pipe(decodeRows(PrRow), Effect.orDie)
 
 export const personOf = (row: { id: string; username: string; name: string | null; email: string }): Person => ({
   id: row.id,
@@ -226,28 +228,28 @@ export const setAutoMerge = (sql: SqlClient.SqlClient, id: string, setting: Auto
 
 /** Closes a stale pull request, unless activity came after `lastActivityAt`; the id if it did. */
 export const closeStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date) =>
-  sql<{ id: string }>`
+  sql`
     UPDATE pull_requests SET state = 'closed', closed_at = ${now}, auto_merge = NULL, updated_at = ${now}
     WHERE id = ${id} AND state IN ('open', 'draft')
       AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
-    RETURNING id`
+    RETURNING id`.pipe(decodeRows(IdRow))
 
 /** Labels a pull request stale and notes when, unless activity came after `lastActivityAt`. */
 export const markStale = (sql: SqlClient.SqlClient, id: string, lastActivityAt: Date, now: Date) =>
-  sql<{ id: string }>`
+  sql`
     UPDATE pull_requests SET stale_warned_at = ${now},
       labels = array_append(array_remove(labels, ${STALE_LABEL}), ${STALE_LABEL})
     WHERE id = ${id} AND date_trunc('milliseconds', last_activity_at) = ${lastActivityAt}
-    RETURNING id`
+    RETURNING id`.pipe(decodeRows(IdRow))
 
 /** New commits on the source branch: mergeability unknown again, and activity. The id if the head was `from`. */
 export const moveHead = (sql: SqlClient.SqlClient, id: string, from: string, to: string, now: Date) =>
-  sql<{ id: string }>`
+  sql`
     UPDATE pull_requests SET head_sha = ${to}, mergeable = NULL, mergeable_state = 'unknown',
       last_activity_at = ${now}, stale_warned_at = NULL, labels = array_remove(labels, ${STALE_LABEL}),
       updated_at = ${now}
     WHERE id = ${id} AND head_sha = ${from}
-    RETURNING id`
+    RETURNING id`.pipe(decodeRows(IdRow))
 
 /** A test merge's outcome, kept while the head is still `headSha`. */
 export const recordTestMerge = (
@@ -266,26 +268,31 @@ export const setMergeableState = (sql: SqlClient.SqlClient, id: string, state: M
 
 /** Open pull requests from `branch`. */
 export const openFromBranch = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
-  sql<{ id: string }>`
+  sql`
     SELECT id FROM pull_requests WHERE repo_id = ${repoId} AND state IN ('open', 'draft') AND source_branch = ${branch}`
+    .pipe(decodeRows(IdRow))
+
+const ResetRow = Schema.Struct({ id: Schema.String, auto: Schema.Boolean })
 
 /** The target `branch` moved: the mergeability of open pull requests into it is unknown again. */
 export const resetMergeabilityInto = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
-  sql<{ id: string; auto: boolean }>`
+  sql`
     UPDATE pull_requests SET mergeable = NULL, mergeable_state = 'unknown'
     WHERE repo_id = ${repoId} AND state IN ('open', 'draft') AND target_branch = ${branch}
-    RETURNING id, auto_merge IS NOT NULL AS auto`
+    RETURNING id, auto_merge IS NOT NULL AS auto`.pipe(decodeRows(ResetRow))
 
 /** Open pull requests whose head is `sha`. */
 export const openAtHead = (sql: SqlClient.SqlClient, repoId: string, sha: string) =>
-  sql<{ id: string }>`
-    SELECT id FROM pull_requests WHERE repo_id = ${repoId} AND head_sha = ${sha} AND state IN ('open', 'draft')`
+  sql`
+    SELECT id FROM pull_requests WHERE repo_id = ${repoId} AND head_sha = ${sha} AND state IN ('open', 'draft')`.pipe(
+    decodeRows(IdRow)
+  )
 
 /** Open pull requests whose next stale step (warning or closing) is due by `horizon`. */
 export const staleStepDue = (sql: SqlClient.SqlClient, horizon: Date) =>
-  sql<{ id: string }>`
+  sql`
     SELECT p.id FROM pull_requests p JOIN repositories r ON r.id = p.repo_id
     WHERE p.state IN ('open', 'draft') AND r.stale_enabled AND r.deleted_at IS NULL
       AND CASE WHEN p.stale_warned_at IS NULL
         THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
-        ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`
+        ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`.pipe(decodeRows(IdRow))

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import { PullRequestClosed, PullRequestOpened, PullRequestUpdated } from "../../schemas/PullRequestEvents.ts"
@@ -13,6 +13,7 @@ import { RepoCache } from "../git/RepoCache.ts"
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { isUniqueViolation } from "../platform/Tenancy.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
@@ -32,6 +33,9 @@ export interface PullContext {
   readonly repo: RepoRecord
   readonly row: PrRow
 }
+
+/** A branch's head, from the stored refs. */
+const RefRow = Schema.Struct({ sha: Schema.String })
 
 const branchMissing = (field: string, branch: string) =>
   new ValidationError({
@@ -97,8 +101,11 @@ export class PullRequests extends Context.Service<PullRequests, {
             : Effect.fail(new NotFound({ message: "Pull request not found" })))
 
       const branchSha = (repoId: string, branch: string) =>
-        sql<{ sha: string }>`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`
-          .pipe(Effect.orDie, Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha)))
+        sql`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`.pipe(
+          decodeRows(RefRow),
+          Effect.orDie,
+          Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha))
+        )
 
       const create = Effect.fn("PullRequests.create")(
         function*(orgId: string, repoSlug: string, actor: Actor, input: CreatePullRequest) {

@@ -1,27 +1,25 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import { PullRequestReviewSubmitted } from "../../schemas/PullRequestEvents.ts"
 import type { CreateReview, Review, ReviewList, ReviewState } from "../../schemas/PullRequests.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { type Actor, publishPullRequestEvent, publishReviewRequested } from "./PullEvents.ts"
 import { isOpen, loadById, personOf, touchActivity } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
+import {
+  deleteReviewRequests,
+  dismissReview,
+  findReviews,
+  insertReview,
+  insertReviewRequests,
+  type ReviewRow,
+  submitReview
+} from "./ReviewRows.ts"
 
-interface ReviewRow {
-  readonly id: string
-  readonly state: ReviewState
-  readonly body: string
-  readonly reviewer_id: string
-  readonly username: string
-  readonly name: string | null
-  readonly email: string
-  readonly head_sha: string
-  readonly submitted_at: Date | null
-  readonly dismissed_at: Date | null
-  readonly dismiss_message: string | null
-  readonly created_at: Date
-}
+/** A member of the organization, as a review request names them. */
+const MemberRow = Schema.Struct({ id: Schema.String, username: Schema.String })
 
 const toReview = (row: ReviewRow): Review => ({
   id: row.id,
@@ -66,10 +64,8 @@ export class Reviews extends Context.Service<Reviews, {
       const pulls = yield* PullRequests
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
-      const select = sql`
-        SELECT r.*, u.username, u.name, u.email FROM pr_reviews r JOIN users u ON u.id = r.reviewer_id`
       const load = (prId: string, id: string) =>
-        sql<ReviewRow>`${select} WHERE r.pr_id = ${prId} AND r.id = ${id}`.pipe(
+        findReviews(sql, sql`WHERE r.pr_id = ${prId} AND r.id = ${id}`).pipe(
           Effect.orDie,
           Effect.flatMap((rows) =>
             rows.length === 0
@@ -94,7 +90,7 @@ export class Reviews extends Context.Service<Reviews, {
         })
 
       const list = (pull: PullContext) =>
-        sql<ReviewRow>`${select} WHERE r.pr_id = ${pull.row.id} ORDER BY r.created_at, r.id`.pipe(
+        findReviews(sql, sql`WHERE r.pr_id = ${pull.row.id} ORDER BY r.created_at, r.id`).pipe(
           Effect.orDie,
           Effect.map((rows) => ({ reviews: rows.map(toReview), count: rows.length }))
         )
@@ -105,10 +101,16 @@ export class Reviews extends Context.Service<Reviews, {
         const now = new Date(yield* Clock.currentTimeMillis)
         const submittedAt = input.state === "pending" ? null : now
         const review = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            INSERT INTO pr_reviews (id, pr_id, reviewer_id, state, body, head_sha, submitted_at, created_at)
-            VALUES (${id}, ${pull.row.id}, ${actor.id}, ${input.state}, ${input.body ?? ""}, ${pull.row.head_sha},
-              ${submittedAt}, ${now})`
+          yield* insertReview(sql, {
+            id,
+            prId: pull.row.id,
+            reviewerId: actor.id,
+            state: input.state,
+            body: input.body ?? "",
+            headSha: pull.row.head_sha,
+            submittedAt,
+            now
+          })
           const row = yield* load(pull.row.id, id)
           if (submittedAt !== null) yield* submitted(pull, actor, row)
           return row
@@ -135,10 +137,12 @@ export class Reviews extends Context.Service<Reviews, {
         }
         const now = new Date(yield* Clock.currentTimeMillis)
         const review = yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`
-            UPDATE pr_reviews SET state = ${state}, body = ${input.body ?? current.body}, submitted_at = ${now},
-              head_sha = ${pull.row.head_sha}
-            WHERE id = ${reviewId}`
+          yield* submitReview(sql, reviewId, {
+            state,
+            body: input.body ?? current.body,
+            headSha: pull.row.head_sha,
+            now
+          })
           const row = yield* load(pull.row.id, reviewId)
           yield* submitted(pull, actor, row)
           return row
@@ -154,8 +158,7 @@ export class Reviews extends Context.Service<Reviews, {
         }
         if (current.dismissed_at !== null) return yield* new Conflict({ message: "The review is already dismissed" })
         const now = new Date(yield* Clock.currentTimeMillis)
-        yield* sql`UPDATE pr_reviews SET dismissed_at = ${now}, dismiss_message = ${message} WHERE id = ${reviewId}`
-          .pipe(Effect.orDie)
+        yield* dismissReview(sql, reviewId, message, now).pipe(Effect.orDie)
         return toReview(yield* load(pull.row.id, reviewId))
       })
 
@@ -166,9 +169,12 @@ export class Reviews extends Context.Service<Reviews, {
         source: "manual" | "codeowners"
       ) {
         const wanted = [...new Set(usernames)]
-        const users = yield* sql<{ id: string; username: string }>`
+        const users = yield* sql`
           SELECT u.id, u.username FROM users u JOIN memberships m ON m.user_id = u.id
-          WHERE m.org_id = ${pull.repo.orgId} AND u.username IN ${sql.in(wanted)}`.pipe(Effect.orDie)
+          WHERE m.org_id = ${pull.repo.orgId} AND u.username IN ${sql.in(wanted)}`.pipe(
+          decodeRows(MemberRow),
+          Effect.orDie
+        )
         const unknown = wanted.filter((name) => !users.some((user) => user.username === name))
         if (unknown.length > 0 && source === "manual") {
           return yield* new ValidationError({
@@ -184,18 +190,9 @@ export class Reviews extends Context.Service<Reviews, {
           })
         }
         const candidates = users.filter((user) => user.id !== pull.row.author_id)
-        if (candidates.length === 0) return []
+        if (!Arr.isReadonlyArrayNonEmpty(candidates)) return []
         const added = yield* sql.withTransaction(Effect.gen(function*() {
-          const inserted = yield* sql<{ user_id: string }>`
-            INSERT INTO pr_review_requests ${
-            sql.insert(
-              candidates.map((user) => ({ pr_id: pull.row.id, user_id: user.id, source })) as unknown as readonly [
-                Record<string, unknown>,
-                ...Array<Record<string, unknown>>
-              ]
-            )
-          }
-            ON CONFLICT (pr_id, user_id) DO NOTHING RETURNING user_id`
+          const inserted = yield* insertReviewRequests(sql, pull.row.id, Arr.map(candidates, (user) => user.id), source)
           const names = candidates.filter((user) => inserted.some((row) => row.user_id === user.id)).map((u) =>
             u.username
           )
@@ -207,9 +204,7 @@ export class Reviews extends Context.Service<Reviews, {
       })
 
       const unrequest = Effect.fn("Reviews.unrequest")(function*(pull: PullContext, usernames: ReadonlyArray<string>) {
-        yield* sql`
-          DELETE FROM pr_review_requests WHERE pr_id = ${pull.row.id}
-            AND user_id IN (SELECT id FROM users WHERE username IN ${sql.in([...usernames])})`.pipe(Effect.orDie)
+        yield* deleteReviewRequests(sql, pull.row.id, usernames).pipe(Effect.orDie)
         const fresh = yield* pulls.render(pull.row.id).pipe(Effect.orDie)
         return fresh.requestedReviewers
       })

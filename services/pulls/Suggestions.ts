@@ -1,11 +1,16 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/Errors.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { markSuggestionApplied } from "./CommentRows.ts"
 import { Comments } from "./Comments.ts"
 import type { Actor } from "./PullEvents.ts"
 import { isOpen } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
 import { SuggestionCommits } from "./SuggestionCommit.ts"
+
+/** The suggester, as the commit's author. */
+const AuthorRow = Schema.Struct({ username: Schema.String, name: Schema.NullOr(Schema.String), email: Schema.String })
 
 /**
  * Applying a suggestion (GUIDE §11): a commit on the source branch by the suggester,
@@ -32,8 +37,10 @@ export class Suggestions extends Context.Service<Suggestions, {
           return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
         }
         if (suggestion.state === "applied") return yield* new Conflict({ message: "The suggestion is already applied" })
-        const [author] = yield* sql<{ username: string; name: string | null; email: string }>`
-          SELECT username, name, email FROM users WHERE id = ${suggestion.author_id}`.pipe(Effect.orDie)
+        const [author] = yield* sql`SELECT username, name, email FROM users WHERE id = ${suggestion.author_id}`.pipe(
+          decodeRows(AuthorRow),
+          Effect.orDie
+        )
         const result = yield* commits.applySuggestion({
           repo: pull.repo,
           branch: pull.row.source_branch,
@@ -57,9 +64,7 @@ export class Suggestions extends Context.Service<Suggestions, {
             })
           )
         )
-        yield* sql`UPDATE pr_suggestions SET state = 'applied', applied_sha = ${result.sha} WHERE id = ${id}`.pipe(
-          Effect.orDie
-        )
+        yield* markSuggestionApplied(sql, id, result.sha).pipe(Effect.orDie)
         return { applied: true, sha: result.sha }
       })
 

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Conflict, NotFound } from "../../schemas/Errors.ts"
 import {
@@ -10,17 +10,20 @@ import {
 import type { RepoRecord } from "../git/Repositories.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
-import { eventRepository, ISSUE_COLUMNS, type IssueRow, selectIssue, toIssue } from "./IssueRows.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { eventRepository, selectIssue, toIssue, touchIssue } from "./IssueRows.ts"
 import { issueNotFound, refuseArchived } from "./RepositoryIssues.ts"
 
-interface CommentRow {
-  readonly id: string
-  readonly body: string
-  readonly author_id: string
-  readonly author_name: string
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** A stored comment (`repo_issue_comments`, whose statements are all in this service). */
+const CommentRow = Schema.Struct({
+  id: Schema.String,
+  body: Schema.String,
+  author_id: Schema.String,
+  author_name: Schema.String,
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+type CommentRow = typeof CommentRow.Type
 
 const toComment = (row: CommentRow): IssueComment => ({
   id: row.id,
@@ -55,9 +58,9 @@ export class IssueComments extends Context.Service<IssueComments, {
           Effect.orDie
         )
         if (issue === undefined) return yield* issueNotFound(number)
-        const rows = yield* sql<CommentRow>`
+        const rows = yield* sql`
           SELECT id, body, author_id, author_name, created_at, updated_at FROM repo_issue_comments
-          WHERE issue_id = ${issue.id} ORDER BY created_at, id`.pipe(Effect.orDie)
+          WHERE issue_id = ${issue.id} ORDER BY created_at, id`.pipe(decodeRows(CommentRow), Effect.orDie)
         return { comments: rows.map(toComment) }
       })
 
@@ -65,14 +68,15 @@ export class IssueComments extends Context.Service<IssueComments, {
         function*(repo: RepoRecord, number: number, author: IssuePerson, body: string) {
           yield* refuseArchived(repo)
           const transaction = Effect.gen(function*() {
-            const [touched] = yield* sql<IssueRow>`
-              UPDATE repo_issues SET updated_at = now() WHERE repo_id = ${repo.id} AND number = ${number}
-              RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(Effect.orDie)
+            const touched = yield* touchIssue(sql, repo.id, number).pipe(Effect.orDie)
             if (touched === undefined) return yield* issueNotFound(number)
-            const [row] = yield* sql<CommentRow>`
+            const [row] = yield* sql`
               INSERT INTO repo_issue_comments (id, issue_id, author_id, author_name, body)
               VALUES (${makeId("issuecomment")}, ${touched.id}, ${author.id}, ${author.name}, ${body})
-              RETURNING id, body, author_id, author_name, created_at, updated_at`.pipe(Effect.orDie)
+              RETURNING id, body, author_id, author_name, created_at, updated_at`.pipe(
+              decodeRows(CommentRow),
+              Effect.orDie
+            )
             const comment = toComment(row)
             yield* publish(IssueCommentedEvent.make(repo.orgId, {
               repository: eventRepository(repo),

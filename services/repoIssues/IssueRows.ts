@@ -1,29 +1,38 @@
-import { Effect } from "effect"
+import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { IssueClosedEvent, type IssuePerson, type RepositoryIssue } from "../../schemas/RepositoryIssues.ts"
+import { IssueClosedEvent, type IssuePerson, IssueState, type RepositoryIssue } from "../../schemas/RepositoryIssues.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { publish } from "../platform/Events.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
-/** Reading and writing `repo_issues` rows, shared by the issue services and `Fixes #n`. */
+/**
+ * The `repo_issues` table: its row and every statement on it (its one owner), shared by the
+ * issue services and `Fixes #n`; they run in the caller's transaction.
+ */
 
-export interface IssueRow {
-  readonly id: string
-  readonly number: number
-  readonly title: string
-  readonly body: string
-  readonly state: "open" | "closed"
-  readonly labels: ReadonlyArray<string>
-  readonly author_id: string
-  readonly author_name: string
-  readonly closed_at: Date | null
-  readonly closed_by_pr_id: string | null
-  readonly closed_by_pr_number: number | null
-  readonly created_at: Date
-  readonly updated_at: Date
-}
+/** An issue as stored (`ISSUE_COLUMNS`). */
+export const IssueRow = Schema.Struct({
+  id: Schema.String,
+  number: Schema.Int,
+  title: Schema.String,
+  body: Schema.String,
+  state: IssueState,
+  labels: Schema.Array(Schema.String),
+  author_id: Schema.String,
+  author_name: Schema.String,
+  closed_at: Schema.NullOr(Schema.Date),
+  closed_by_pr_id: Schema.NullOr(Schema.String),
+  closed_by_pr_number: Schema.NullOr(Schema.Int),
+  created_at: Schema.Date,
+  updated_at: Schema.Date
+})
+export type IssueRow = typeof IssueRow.Type
 
-export const ISSUE_COLUMNS = "id, number, title, body, state, labels, author_id, author_name, closed_at, " +
+const ISSUE_COLUMNS = "id, number, title, body, state, labels, author_id, author_name, closed_at, " +
   "closed_by_pr_id, closed_by_pr_number, created_at, updated_at"
+
+/** The rows a statement returns as issues, decoded. */
+const issueRows = decodeRows(IssueRow)
 
 export const toIssue = (row: IssueRow): RepositoryIssue => ({
   id: row.id,
@@ -57,11 +66,70 @@ export const eventRepository = (repo: RepoRecord) => ({
 export const selectIssue = (repoId: string, number: number, forUpdate: boolean) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const rows = yield* sql<IssueRow>`
+    const rows = yield* sql`
       SELECT ${sql.literal(ISSUE_COLUMNS)} FROM repo_issues
-      WHERE repo_id = ${repoId} AND number = ${number} ${sql.literal(forUpdate ? "FOR UPDATE" : "")}`
-    return rows[0] as IssueRow | undefined
+      WHERE repo_id = ${repoId} AND number = ${number} ${sql.literal(forUpdate ? "FOR UPDATE" : "")}`.pipe(issueRows)
+    return rows.length === 0 ? undefined : rows[0]
   })
+
+/** A page of a repository's issues in `state` (`all`: any), newest first. */
+export const listIssues = (
+  sql: SqlClient.SqlClient,
+  repoId: string,
+  page: { readonly state: "open" | "closed" | "all"; readonly limit: number; readonly offset: number }
+) =>
+  sql`
+    SELECT ${sql.literal(ISSUE_COLUMNS)} FROM repo_issues
+    WHERE repo_id = ${repoId} ${page.state === "all" ? sql`` : sql`AND state = ${page.state}`}
+    ORDER BY number DESC LIMIT ${page.limit} OFFSET ${page.offset}`.pipe(issueRows)
+
+export interface NewIssueRow {
+  readonly id: string
+  readonly repoId: string
+  readonly number: number
+  readonly title: string
+  readonly body: string
+  readonly labels: ReadonlyArray<string>
+  readonly author: IssuePerson
+}
+
+export const insertIssue = (sql: SqlClient.SqlClient, row: NewIssueRow) =>
+  sql`
+    INSERT INTO repo_issues (id, repo_id, number, title, body, labels, author_id, author_name)
+    VALUES (${row.id}, ${row.repoId}, ${row.number}, ${row.title}, ${row.body},
+      ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(row.labels)}::jsonb)),
+      ${row.author.id}, ${row.author.name})
+    RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(issueRows, Effect.map((rows) => rows[0]))
+
+/** Sets title, body and labels, reopening the issue when `reopen`; the issue as updated. */
+export const editIssue = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  edit: {
+    readonly title: string
+    readonly body: string
+    readonly labels: ReadonlyArray<string>
+    readonly reopen: boolean
+  }
+) => {
+  const reopen = edit.reopen
+    ? sql`, state = 'open', closed_at = NULL, closed_by_pr_id = NULL, closed_by_pr_number = NULL`
+    : sql``
+  return sql`
+    UPDATE repo_issues SET title = ${edit.title}, body = ${edit.body}, updated_at = now(),
+      labels = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(edit.labels)}::jsonb)) ${reopen}
+    WHERE id = ${id}
+    RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(issueRows, Effect.map((rows) => rows[0]))
+}
+
+/** Touches an issue's `updatedAt` (a comment on it); the issue, if the number names one. */
+export const touchIssue = (sql: SqlClient.SqlClient, repoId: string, number: number) =>
+  sql`
+    UPDATE repo_issues SET updated_at = now() WHERE repo_id = ${repoId} AND number = ${number}
+    RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(
+    issueRows,
+    Effect.map((rows) => rows.length === 0 ? undefined : rows[0])
+  )
 
 /**
  * Closes an open issue (inside the caller's transaction) and publishes `issue.closed`;
@@ -75,12 +143,12 @@ export const closeIssueRow = (input: {
 }) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql<IssueRow>`
+    const [row] = yield* sql`
       UPDATE repo_issues
       SET state = 'closed', closed_at = now(), updated_at = now(),
         closed_by_pr_id = ${input.pullRequest?.id ?? null}, closed_by_pr_number = ${input.pullRequest?.number ?? null}
       WHERE id = ${input.issueId}
-      RETURNING ${sql.literal(ISSUE_COLUMNS)}`
+      RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(issueRows)
     const issue = toIssue(row)
     yield* publish(IssueClosedEvent.make(input.repo.orgId, {
       repository: eventRepository(input.repo),

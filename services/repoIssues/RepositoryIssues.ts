@@ -17,9 +17,10 @@ import { makeId } from "../platform/Ids.ts"
 import {
   cleanLabels,
   closeIssueRow,
+  editIssue,
   eventRepository,
-  ISSUE_COLUMNS,
-  type IssueRow,
+  insertIssue,
+  listIssues,
   selectIssue,
   toIssue
 } from "./IssueRows.ts"
@@ -74,12 +75,15 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
           const labels = cleanLabels(input.labels ?? [])
           return yield* inSql(sql.withTransaction(Effect.gen(function*() {
             const number = yield* nextNumber(repo.id)
-            const [row] = yield* sql<IssueRow>`
-              INSERT INTO repo_issues (id, repo_id, number, title, body, labels, author_id, author_name)
-              VALUES (${makeId("iss")}, ${repo.id}, ${number}, ${input.title.trim()}, ${input.body ?? ""},
-                ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(labels)}::jsonb)),
-                ${author.id}, ${author.name})
-              RETURNING ${sql.literal(ISSUE_COLUMNS)}`
+            const row = yield* insertIssue(sql, {
+              id: makeId("iss"),
+              repoId: repo.id,
+              number,
+              title: input.title.trim(),
+              body: input.body ?? "",
+              labels,
+              author
+            })
             const issue = toIssue(row)
             yield* publish(IssueOpenedEvent.make(repo.orgId, {
               repository: eventRepository(repo),
@@ -95,10 +99,9 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
       const list = Effect.fn("RepositoryIssues.list")(function*(repo: RepoRecord, options: ListIssuesOptions) {
         const state = options.state ?? "open"
         const limit = options.limit ?? 30
-        const rows = yield* sql<IssueRow>`
-          SELECT ${sql.literal(ISSUE_COLUMNS)} FROM repo_issues
-          WHERE repo_id = ${repo.id} ${state === "all" ? sql`` : sql`AND state = ${state}`}
-          ORDER BY number DESC LIMIT ${limit} OFFSET ${((options.page ?? 1) - 1) * limit}`.pipe(Effect.orDie)
+        const rows = yield* listIssues(sql, repo.id, { state, limit, offset: ((options.page ?? 1) - 1) * limit }).pipe(
+          Effect.orDie
+        )
         return { issues: rows.map(toIssue) }
       })
 
@@ -129,14 +132,9 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
 
             let issue = before
             if (Object.keys(changes).length > 0) {
-              const reopen = reopening
-                ? sql`, state = 'open', closed_at = NULL, closed_by_pr_id = NULL, closed_by_pr_number = NULL`
-                : sql``
-              const [updated] = yield* sql<IssueRow>`
-                UPDATE repo_issues SET title = ${title}, body = ${body}, updated_at = now(),
-                  labels = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(labels)}::jsonb)) ${reopen}
-                WHERE id = ${row.id}
-                RETURNING ${sql.literal(ISSUE_COLUMNS)}`.pipe(Effect.orDie)
+              const updated = yield* editIssue(sql, row.id, { title, body, labels, reopen: reopening }).pipe(
+                Effect.orDie
+              )
               issue = toIssue(updated)
             }
             if (closing) {

@@ -1,0 +1,99 @@
+import { Effect, Option, Schema } from "effect"
+import type { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
+import { decodeRows } from "../platform/Rows.ts"
+
+/*
+ * The `pr_comments` and `pr_suggestions` tables: their rows and every statement on them
+ * (their one owner; the services run these in their own transactions).
+ */
+
+/** A stored suggestion; also the shape of its `to_jsonb` in a comment row. */
+export const SuggestionRow = Schema.Struct({
+  id: Schema.String,
+  comment_id: Schema.NullOr(Schema.String),
+  author_id: Schema.String,
+  path: Schema.String,
+  start_line: Schema.Int,
+  end_line: Schema.Int,
+  original_lines: Schema.Array(Schema.String),
+  replacement: Schema.String,
+  head_sha: Schema.String,
+  state: Schema.Literals(["open", "applied"]),
+  applied_sha: Schema.NullOr(Schema.String)
+})
+export type SuggestionRow = typeof SuggestionRow.Type
+
+/** A comment with its author (none for Canopy's own) and its suggestion joined. */
+export const CommentRow = Schema.Struct({
+  id: Schema.String,
+  body: Schema.String,
+  author_id: Schema.NullOr(Schema.String),
+  username: Schema.NullOr(Schema.String),
+  name: Schema.NullOr(Schema.String),
+  email: Schema.NullOr(Schema.String),
+  path: Schema.NullOr(Schema.String),
+  line: Schema.NullOr(Schema.Int),
+  start_line: Schema.NullOr(Schema.Int),
+  head_sha: Schema.String,
+  created_at: Schema.Date,
+  suggestion: Schema.NullOr(SuggestionRow)
+})
+export type CommentRow = typeof CommentRow.Type
+
+/** Comments with their author and suggestion, by `rest` (`WHERE …`, `ORDER BY …`), decoded. */
+export const findComments = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
+  sql`
+    SELECT c.*, u.username, u.name, u.email,
+      (SELECT to_jsonb(s) FROM pr_suggestions s WHERE s.comment_id = c.id LIMIT 1) AS suggestion
+    FROM pr_comments c LEFT JOIN users u ON u.id = c.author_id ${rest}`.pipe(decodeRows(CommentRow))
+
+export interface NewCommentRow {
+  readonly id: string
+  readonly prId: string
+  /** `null`: Canopy's own. */
+  readonly authorId: string | null
+  readonly body: string
+  readonly path: string | null
+  readonly line: number | null
+  readonly startLine: number | null
+  readonly headSha: string
+  readonly now: Date
+}
+
+export const insertComment = (sql: SqlClient.SqlClient, row: NewCommentRow) =>
+  sql`
+    INSERT INTO pr_comments (id, pr_id, author_id, body, path, line, start_line, head_sha, created_at)
+    VALUES (${row.id}, ${row.prId}, ${row.authorId}, ${row.body}, ${row.path}, ${row.line}, ${row.startLine},
+      ${row.headSha}, ${row.now})`
+
+export interface NewSuggestionRow {
+  readonly id: string
+  readonly prId: string
+  readonly commentId: string
+  readonly authorId: string
+  readonly path: string
+  readonly startLine: number
+  readonly endLine: number
+  /** The lines replaced, as they were at `headSha`. */
+  readonly originalLines: ReadonlyArray<string>
+  readonly replacement: string
+  readonly headSha: string
+  readonly now: Date
+}
+
+export const insertSuggestion = (sql: SqlClient.SqlClient, row: NewSuggestionRow) =>
+  sql`
+    INSERT INTO pr_suggestions (id, pr_id, comment_id, author_id, path, start_line, end_line, original_lines,
+      replacement, head_sha, created_at)
+    VALUES (${row.id}, ${row.prId}, ${row.commentId}, ${row.authorId}, ${row.path}, ${row.startLine},
+      ${row.endLine}, ${JSON.stringify(row.originalLines)}::jsonb, ${row.replacement}, ${row.headSha}, ${row.now})`
+
+export const findSuggestion = (sql: SqlClient.SqlClient, prId: string, id: string) =>
+  sql`SELECT * FROM pr_suggestions WHERE pr_id = ${prId} AND id = ${id}`.pipe(
+    decodeRows(SuggestionRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+
+export const markSuggestionApplied = (sql: SqlClient.SqlClient, id: string, sha: string) =>
+  sql`UPDATE pr_suggestions SET state = 'applied', applied_sha = ${sha} WHERE id = ${id}`
