@@ -21,34 +21,9 @@ import { type FieldIssue, monitorValidationError } from "../../schemas/Monitorin
 import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { ActiveIncidentRow, IncidentPageRow, LastChange, LockedIncident, toIncident } from "./IncidentRows.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "./MonitorLinks.ts"
-
-interface IncidentRow {
-  readonly id: string
-  readonly title: string
-  readonly description: string | null
-  readonly status: IncidentStatus
-  readonly severity: IncidentSeverity
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly resolved_at: Date | null
-  /** json_agg of the timeline, oldest first (timestamps already ISO strings). */
-  readonly updates: ReadonlyArray<IncidentUpdate>
-  readonly affected_monitors: ReadonlyArray<string>
-}
-
-const toIncident = (row: IncidentRow): Incident => ({
-  id: row.id,
-  title: row.title,
-  description: row.description,
-  status: row.status,
-  severity: row.severity,
-  affectedMonitors: row.affected_monitors,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString(),
-  resolvedAt: row.resolved_at?.toISOString() ?? null,
-  updates: row.updates
-})
 
 export interface ListIncidentsOptions {
   readonly status?: IncidentStatus | undefined
@@ -99,9 +74,9 @@ export class Incidents extends Context.Service<Incidents, {
        * first, so only its rows have their timelines aggregated; `total` counts every match.
        */
       const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
-        sql<IncidentRow & { readonly total: number | string }>`
+        sql`
           WITH page AS (
-            SELECT i.*, count(*) OVER () AS total FROM incidents i
+            SELECT i.*, count(*) OVER ()::text AS total FROM incidents i
             WHERE ${where}
             ORDER BY i.created_at DESC, i.seq DESC
             ${tail}
@@ -117,7 +92,7 @@ export class Incidents extends Context.Service<Incidents, {
               SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = p.id
             ), '[]'::json) AS affected_monitors
           FROM page p
-          ORDER BY p.created_at DESC, p.seq DESC`
+          ORDER BY p.created_at DESC, p.seq DESC`.pipe(decodeRows(IncidentPageRow))
 
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
@@ -188,7 +163,7 @@ export class Incidents extends Context.Service<Incidents, {
           ? sql`AND i.status <> 'resolved'`
           : sql.literal("")
         const rows = yield* selectIncidents(sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(Effect.orDie)
-        return { incidents: rows.map(toIncident), count: rows.length > 0 ? Number(rows[0].total) : 0 }
+        return { incidents: rows.map(toIncident), count: rows.length > 0 ? rows[0].total : 0 }
       })
 
       const get = Effect.fn("Incidents.get")(function*(orgId: string, id: string) {
@@ -198,8 +173,9 @@ export class Incidents extends Context.Service<Incidents, {
       /** Locks the incident row for the rest of the transaction; its current status and resolvedAt. */
       const lock = (orgId: string, id: string) =>
         Effect.flatMap(
-          sql<{ status: IncidentStatus; resolved_at: Date | null }>`
-            SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`,
+          sql`SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
+            decodeRows(LockedIncident)
+          ),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(rows[0])
         )
 
@@ -275,15 +251,18 @@ export class Incidents extends Context.Service<Incidents, {
       })
 
       const active = Effect.fn("Incidents.active")(function*(orgId: string) {
-        const rows = yield* sql<{ id: string; severity: IncidentSeverity; updated_at: Date }>`
+        const rows = yield* sql`
           SELECT id, severity, updated_at FROM incidents WHERE org_id = ${orgId} AND status <> 'resolved'
-          ORDER BY created_at DESC, seq DESC`.pipe(Effect.orDie)
+          ORDER BY created_at DESC, seq DESC`.pipe(decodeRows(ActiveIncidentRow), Effect.orDie)
         return rows.map((row) => ({ id: row.id, severity: row.severity, updatedAt: row.updated_at }))
       })
 
       const lastChangedAt = Effect.fn("Incidents.lastChangedAt")(function*(orgId: string) {
-        const rows = yield* sql<{ at: Date | null }>`
-          SELECT max(updated_at) AS at FROM incidents WHERE org_id = ${orgId}`.pipe(Effect.orDie)
+        const rows = yield* sql`
+          SELECT max(updated_at) AS at FROM incidents WHERE org_id = ${orgId}`.pipe(
+          decodeRows(LastChange),
+          Effect.orDie
+        )
         return rows[0]?.at ?? undefined
       })
 

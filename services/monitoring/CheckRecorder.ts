@@ -1,10 +1,12 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/Monitoring.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { appendStatement, Events, type NewDomainEvent } from "../platform/Events.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
+import { insertHeartbeat, lastSlotAt as lastHeartbeatSlot } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
 import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
@@ -67,6 +69,9 @@ export const toCheckTarget = (monitor: MonitorRecord): CheckTarget => ({
   expectedValue: monitor.expectedValue ?? undefined
 })
 
+/** The recording statement's answer: 1 if the heartbeat was new, 0 for a replay. */
+const RecordedRow = Schema.Struct({ recorded: Schema.Int })
+
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
   const repository = yield* MonitorRepository
@@ -106,12 +111,7 @@ const make = Effect.gen(function*() {
 
   /** The slot of the newest heartbeat (epoch ms), if any. */
   const lastSlotAt = (monitorId: string): Effect.Effect<Option.Option<number>, SqlError> =>
-    Effect.map(
-      sql<{ readonly slotAt: number }>`
-        SELECT floor(extract(epoch FROM slot_at) * 1000)::float8 AS "slotAt" FROM heartbeats
-        WHERE monitor_id = ${monitorId} ORDER BY checked_at DESC LIMIT 1`,
-      (rows) => Option.map(Option.fromUndefinedOr(rows[0]), (row) => row.slotAt)
-    )
+    lastHeartbeatSlot(sql, monitorId)
 
   /** The current check target for a retry, if the monitor is still active. */
   const loadTarget = (monitorId: string): Effect.Effect<Option.Option<CheckTarget>, SqlError> =>
@@ -165,6 +165,17 @@ const make = Effect.gen(function*() {
 
       // One statement (one round trip): the heartbeat — unique per monitor, slot and attempt —
       // and, only if it was new, the uptime interval, the monitor's status and the events.
+      const heartbeat = insertHeartbeat(sql, {
+        monitorId: input.monitorId,
+        slotAt,
+        attempt: input.attempt,
+        checkedAt,
+        status: next.heartbeatStatus,
+        responseTimeMs,
+        statusCode: result.statusCode ?? null,
+        error: result.error ?? null,
+        region
+      })
       const recorded = sql.literal("EXISTS (SELECT 1 FROM heartbeat)")
       // Uptime (see Uptime.ts): close the open interval [status_since, checkedAt) in the
       // status held so far, count this attempt in its hour, and open the next interval.
@@ -186,18 +197,12 @@ const make = Effect.gen(function*() {
       // In the same transaction: the events commit with the heartbeat or not at all. No
       // NOTIFY in it (it would serialise every check's commit cluster-wide): readers are
       // woken once it committed (`notifyCommitted`).
-      const [row] = yield* sql<{ readonly recorded: number }>`
-        WITH heartbeat AS (
-          INSERT INTO heartbeats (monitor_id, slot_at, attempt, checked_at, status, response_time_ms, status_code, error, region)
-          VALUES (${input.monitorId}, ${slotAt}, ${input.attempt}, ${checkedAt}, ${next.heartbeatStatus},
-            ${responseTimeMs}, ${result.statusCode ?? null}, ${result.error ?? null}, ${region})
-          ON CONFLICT (monitor_id, slot_at, attempt) DO NOTHING
-          RETURNING id
-        ),
+      const [row] = yield* sql`
+        WITH heartbeat AS (${heartbeat}),
         ${rollup === undefined ? sql.literal("") : sql`rollup AS (${rollup}),`}
         ${status === undefined ? sql.literal("") : sql`status AS (${status}),`}
         appended AS (${appendStatement(sql, published, recorded)})
-        SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`
+        SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`.pipe(decodeRows(RecordedRow))
       if (row.recorded === 0) return { _tag: "Skipped", reason: "duplicate" } as const
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     })).pipe(Effect.tap((outcome) => outcome._tag === "Recorded" ? events.notifyCommitted : Effect.void))

@@ -192,6 +192,12 @@ const make = Effect.gen(function*() {
     execute: (ids) => sql`SELECT id FROM monitors WHERE id IN ${sql.in(ids)} AND active AND status = 'down'`
   })
 
+  const existingIds = SqlSchema.findAll({
+    Request: Schema.Array(Schema.String),
+    Result: Schema.Struct({ id: Schema.String }),
+    execute: (ids) => sql`SELECT id FROM monitors WHERE id IN ${sql.in(ids)}`
+  })
+
   const alertSubject = SqlSchema.findOneOption({
     Request: Schema.String,
     Result: AlertSubject,
@@ -264,6 +270,10 @@ const make = Effect.gen(function*() {
       ids.length === 0
         ? Effect.succeed(new Set<string>())
         : Effect.map(orDieOnSchema(activeDown(ids)), (rows) => new Set(rows.map((row) => row.id))),
+    existingIds: (ids) =>
+      ids.length === 0
+        ? Effect.succeed(new Set<string>())
+        : Effect.map(orDieOnSchema(existingIds(ids)), (rows) => new Set(rows.map((row) => row.id))),
     alertSubject: (id) => orDieOnSchema(alertSubject(id))
   })
 })
@@ -331,6 +341,8 @@ export class MonitorRepository extends Context.Service<MonitorRepository, {
   idPage(after: string, limit: number): Effect.Effect<ReadonlyArray<string>, SqlError>
   /** Which of `ids` are active and down. */
   activeDown(ids: ReadonlyArray<string>): Effect.Effect<ReadonlySet<string>, SqlError>
+  /** Which of `ids` are monitors (of any organization, active or not). */
+  existingIds(ids: ReadonlyArray<string>): Effect.Effect<ReadonlySet<string>, SqlError>
   alertSubject(id: string): Effect.Effect<Option.Option<AlertSubject>, SqlError>
 }>()("canopy/monitoring/MonitorRepository") {
   static readonly layer: Layer.Layer<MonitorRepository, never, SqlClient.SqlClient> = Layer.effect(

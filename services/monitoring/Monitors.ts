@@ -7,7 +7,6 @@ import {
   type FieldIssue,
   type Heartbeat,
   type HeartbeatList,
-  type HeartbeatStatus,
   type Monitor,
   MONITOR_DEFAULTS,
   MonitorChangedEvent,
@@ -19,6 +18,13 @@ import {
 import { AppConfig } from "../platform/AppConfig.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import {
+  countHeartbeats,
+  heartbeatPage,
+  heartbeatRange,
+  recentHeartbeats as recentRows,
+  toHeartbeat
+} from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { MonitorRecord } from "./MonitorRows.ts"
 import { slotAfterFrequencyChange } from "./MonitorState.ts"
@@ -33,24 +39,6 @@ export const RECENT_HEARTBEATS = 50
 
 /** Percentages are floored to 3 decimals, so a monitor with any downtime never shows 100. */
 export const roundUptime = (percent: number): number => Math.floor(percent * 1000 + 1e-6) / 1000
-
-interface HeartbeatRow {
-  readonly checked_at: Date
-  readonly status: string
-  readonly response_time_ms: number
-  readonly status_code: number | null
-  readonly error: string | null
-  readonly region: string
-}
-
-export const toHeartbeat = (row: HeartbeatRow): Heartbeat => ({
-  timestamp: row.checked_at.toISOString(),
-  status: row.status as HeartbeatStatus,
-  responseTime: row.response_time_ms,
-  region: row.region,
-  ...(row.status_code !== null ? { statusCode: row.status_code } : {}),
-  ...(row.error !== null ? { error: row.error } : {})
-})
 
 type UptimeFigures = { readonly uptime24h: number; readonly uptime7d?: number; readonly uptime30d?: number }
 
@@ -227,9 +215,7 @@ export class Monitors extends Context.Service<Monitors, {
       })
 
       const recentHeartbeats = (id: string) =>
-        sql<HeartbeatRow>`
-          SELECT checked_at, status, response_time_ms, status_code, error, region FROM heartbeats
-          WHERE monitor_id = ${id} ORDER BY checked_at DESC, id DESC LIMIT ${RECENT_HEARTBEATS}`.pipe(
+        recentRows(sql, id, RECENT_HEARTBEATS).pipe(
           Effect.orDie,
           Effect.map((rows) => rows.map(toHeartbeat))
         )
@@ -335,18 +321,11 @@ export class Monitors extends Context.Service<Monitors, {
         function*(orgId: string, id: string, options?: ListHeartbeatsOptions) {
           yield* findOwned(orgId, id)
           const limit = clamp(options?.limit, 100, 1, 1000)
-          const range = sql.and([
-            sql`monitor_id = ${id}`,
-            ...(options?.from !== undefined ? [sql`checked_at >= ${options.from.toISOString()}::timestamptz`] : []),
-            ...(options?.to !== undefined ? [sql`checked_at <= ${options.to.toISOString()}::timestamptz`] : [])
-          ])
-          const [rows, counted] = yield* Effect.all([
-            sql<HeartbeatRow>`
-              SELECT checked_at, status, response_time_ms, status_code, error, region FROM heartbeats
-              WHERE ${range} ORDER BY checked_at DESC, id DESC LIMIT ${limit}`,
-            sql<{ total: number | string }>`SELECT count(*) AS total FROM heartbeats WHERE ${range}`
-          ], { concurrency: 2 }).pipe(Effect.orDie)
-          return { heartbeats: rows.map(toHeartbeat), count: Number(counted[0].total) }
+          const range = heartbeatRange(sql, id, { from: options?.from, to: options?.to })
+          const [rows, count] = yield* Effect.all([heartbeatPage(sql, range, limit), countHeartbeats(sql, range)], {
+            concurrency: 2
+          }).pipe(Effect.orDie)
+          return { heartbeats: rows.map(toHeartbeat), count }
         }
       )
 

@@ -1,7 +1,9 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
+import { decodeRows } from "../platform/Rows.ts"
+import { deleteHeartbeatsBefore } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 
 /**
@@ -161,6 +163,18 @@ export const uptimePercent = (totals: UptimeTotals): number => {
   return total <= 0 ? 100 : (totals.upMs / total) * 100
 }
 
+/** A row of `uptimeTotals`: the monitor, and `up_<i>`/`down_<i>` (float8 ms) for each window `i`. */
+const totalsRow = (windows: number) =>
+  Schema.Struct({
+    id: Schema.String,
+    ...Object.fromEntries(
+      Array.from({ length: windows }, (_, i) => i).flatMap((i) => [
+        [`up_${i}`, Schema.Number] as const,
+        [`down_${i}`, Schema.Number] as const
+      ])
+    )
+  })
+
 /**
  * Up and down milliseconds of each monitor in each window ending at `now`, in one rollup query for
  * all monitors: rollup hours inside the window count fully, the hour the window starts in
@@ -199,7 +213,7 @@ export const uptimeTotals = <W extends UptimeWindow>(
     // The monitors' open intervals come from their owner; the rollups are summed here.
     const spans = yield* monitors.statusSpans(ids)
     if (spans.length === 0) return result
-    const rows = yield* sql<{ readonly id: string; readonly [column: string]: unknown }>`
+    const rows = yield* sql`
       SELECT m.id, r.*
       FROM unnest(${spans.map((span) => span.id)}::text[]) AS m(id)
       LEFT JOIN LATERAL (
@@ -208,10 +222,10 @@ export const uptimeTotals = <W extends UptimeWindow>(
         WHERE h.monitor_id = m.id
           AND h.hour > ${earliest}::timestamptz - interval '1 hour'
           AND h.hour < ${now.toISOString()}::timestamptz
-      ) r ON true`
+      ) r ON true`.pipe(decodeRows(totalsRow(windows.length)))
     const byId = new Map(rows.map((row) => [row.id, row]))
     for (const span of spans) {
-      const row: Record<string, unknown> = byId.get(span.id) ?? {}
+      const row: Readonly<Record<string, number | string>> = byId.get(span.id) ?? {}
       const since = span.statusSince.getTime()
       const figures = {} as Record<W, UptimeTotals>
       windows.forEach((window, i) => {
@@ -232,6 +246,13 @@ export interface DailyUptime extends UptimeTotals {
   readonly date: string
 }
 
+const DailyRow = Schema.Struct({
+  monitorId: Schema.String,
+  date: Schema.String,
+  upMs: Schema.Number,
+  downMs: Schema.Number
+})
+
 /** Up and down milliseconds per monitor per UTC day over the last `days` days; days without data are absent. */
 export const dailyUptimeTotals = (
   sql: SqlClient.SqlClient,
@@ -244,15 +265,15 @@ export const dailyUptimeTotals = (
     const ids = [...new Set(monitorIds)]
     if (ids.length === 0) return result
     const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS)
-    const rows = yield* sql<{ monitorId: string; date: string; upMs: number; downMs: number }>`
+    const rows = yield* sql`
       SELECT monitor_id AS "monitorId", to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date,
         sum(up_ms)::float8 AS "upMs", sum(down_ms)::float8 AS "downMs"
       FROM monitor_uptime_hourly
       WHERE monitor_id IN ${sql.in(ids)} AND hour >= ${from.toISOString()}::timestamptz
-      GROUP BY 1, 2 ORDER BY 1, 2`
+      GROUP BY 1, 2 ORDER BY 1, 2`.pipe(decodeRows(DailyRow))
     for (const row of rows) {
       const list = result.get(row.monitorId) ?? []
-      list.push({ date: row.date, upMs: Number(row.upMs), downMs: Number(row.downMs) })
+      list.push({ date: row.date, upMs: row.upMs, downMs: row.downMs })
       result.set(row.monitorId, list)
     }
     return result
@@ -271,14 +292,7 @@ export const pruneHeartbeatsBefore = (
       const page = yield* monitors.idPage(after, 500)
       if (page.length === 0) return deleted
       after = page[page.length - 1]
-      const rows = yield* sql<{ n: number | string }>`
-        WITH gone AS (
-          DELETE FROM heartbeats
-          WHERE monitor_id IN ${sql.in(page)} AND checked_at < ${cutoff.toISOString()}::timestamptz
-          RETURNING 1
-        )
-        SELECT count(*) AS n FROM gone`
-      deleted += Number(rows[0].n)
+      deleted += yield* deleteHeartbeatsBefore(sql, page, cutoff)
     }
   })
 

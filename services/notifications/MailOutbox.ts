@@ -1,7 +1,8 @@
-import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { Mailer, MailError } from "../platform/Mailer.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
 /**
  * The durable mail outbox: notifications are rows of `mail_outbox`, written in the
@@ -67,15 +68,17 @@ export const enqueueMails = (
     return rows.length
   })
 
-interface ClaimedMail {
-  readonly id: string
-  readonly recipient: string
-  readonly subject: string
-  readonly textBody: string
-  readonly htmlBody: string | null
-  readonly headers: Record<string, string> | null
-  readonly attempts: number
-}
+/** A mail claimed for sending (`id` is a bigint, read as text). */
+const ClaimedMail = Schema.Struct({
+  id: Schema.String,
+  recipient: Schema.String,
+  subject: Schema.String,
+  textBody: Schema.String,
+  htmlBody: Schema.NullOr(Schema.String),
+  headers: Schema.NullOr(Schema.Record(Schema.String, Schema.String)),
+  attempts: Schema.Int
+})
+type ClaimedMail = typeof ClaimedMail.Type
 
 export class MailOutbox extends Context.Service<MailOutbox, {
   readonly enqueue: (mails: ReadonlyArray<OutboxMail>) => Effect.Effect<number, SqlError, SqlClient.SqlClient>
@@ -92,7 +95,7 @@ export class MailOutbox extends Context.Service<MailOutbox, {
         const retryBaseMs = Duration.toMillis(Duration.fromInputUnsafe(options.retryBase ?? "2 seconds"))
         const maxAttempts = options.maxAttempts ?? 12
 
-        const claim = sql<ClaimedMail>`
+        const claim = sql`
           UPDATE mail_outbox SET attempts = attempts + 1,
             next_attempt_at = now() + make_interval(secs => ${LEASE_SECONDS})
           WHERE id IN (
@@ -100,7 +103,10 @@ export class MailOutbox extends Context.Service<MailOutbox, {
             WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
             ORDER BY next_attempt_at LIMIT ${BATCH}
             FOR UPDATE SKIP LOCKED)
-          RETURNING id, recipient, subject, text_body AS "textBody", html_body AS "htmlBody", headers, attempts`
+          RETURNING id::text AS id, recipient, subject, text_body AS "textBody", html_body AS "htmlBody", headers, attempts`
+          .pipe(
+            decodeRows(ClaimedMail)
+          )
 
         const deliver = (mail: ClaimedMail) =>
           mailer.send({

@@ -1,11 +1,13 @@
-import { Cause, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
+import { latestOutcome } from "../monitoring/HeartbeatRows.ts"
 import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import type { AlertSubject } from "../monitoring/MonitorRows.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { renderMailHtml } from "./mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "./MailOutbox.ts"
 
@@ -28,6 +30,22 @@ export interface MonitorAlertsOptions {
 }
 
 type MonitorFacts = AlertSubject
+
+/* `monitor_alerts` (this service owns it): one row per monitor that is down and alerted. */
+
+/** An open outage; `downEventId` is the `monitor.status` event that opened it (a bigint, read as text). */
+const OpenAlert = Schema.Struct({
+  monitorId: Schema.String,
+  downEventId: Schema.String,
+  downSince: Schema.Date,
+  error: Schema.NullOr(Schema.String)
+})
+
+/** What closing an outage returns. */
+const ClosedAlert = Schema.Struct({ downSince: Schema.Date })
+
+/** An owner's or admin's address (from `users`). */
+const Recipient = Schema.Struct({ email: Schema.String })
 
 type AlertKind = "down" | "recovered" | "reminder"
 
@@ -101,9 +119,9 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   /** Owners and admins of the organization, plus the monitor's own addresses, each once. */
   const recipients = (monitor: MonitorFacts) =>
     Effect.map(
-      sql<{ email: string }>`
+      sql`
         SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-        WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`,
+        WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`.pipe(decodeRows(Recipient)),
       (rows) => [...new Set([...rows.map((row) => row.email), ...monitor.alertEmails].map((e) => e.trim()))]
     )
 
@@ -135,9 +153,7 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
         if (monitor === undefined) {
           return
         }
-        const [beat] = yield* sql<{ error: string | null; statusCode: number | null }>`
-          SELECT error, status_code AS "statusCode" FROM heartbeats
-          WHERE monitor_id = ${data.monitorId} ORDER BY checked_at DESC, id DESC LIMIT 1`
+        const beat = Option.getOrUndefined(yield* latestOutcome(sql, data.monitorId))
         const error = beat?.error ?? (beat?.statusCode != null ? `HTTP ${beat.statusCode}` : null)
         yield* sql`
           INSERT INTO monitor_alerts (monitor_id, down_event_id, down_since, error)
@@ -146,8 +162,10 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
             down_since = EXCLUDED.down_since, error = EXCLUDED.error`
         yield* enqueueAlert("down", `monitor-down:${event.id}`, monitor, { at, error })
       } else if (data.previousStatus === "down" && isUp(data.status)) {
-        const [alert] = yield* sql<{ downSince: Date }>`
-          DELETE FROM monitor_alerts WHERE monitor_id = ${data.monitorId} RETURNING down_since AS "downSince"`
+        const [alert] = yield* sql`
+          DELETE FROM monitor_alerts WHERE monitor_id = ${data.monitorId} RETURNING down_since AS "downSince"`.pipe(
+          decodeRows(ClosedAlert)
+        )
         const monitor = yield* loadMonitor(data.monitorId)
         if (monitor === undefined) return
         yield* enqueueAlert("recovered", `monitor-up:${event.id}`, monitor, {
@@ -159,10 +177,10 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
     })
 
   const sweepReminders = sql.withTransaction(Effect.gen(function*() {
-    const due = yield* sql<{ monitorId: string; downEventId: string; downSince: Date; error: string | null }>`
-      SELECT a.monitor_id AS "monitorId", a.down_event_id AS "downEventId", a.down_since AS "downSince", a.error
+    const due = yield* sql`
+      SELECT a.monitor_id AS "monitorId", a.down_event_id::text AS "downEventId", a.down_since AS "downSince", a.error
       FROM monitor_alerts a
-      WHERE a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`
+      WHERE a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`.pipe(decodeRows(OpenAlert))
     // Reminders only while the monitor is still active and down.
     const stillDown = yield* monitors.activeDown(due.map((alert) => alert.monitorId))
     const now = new Date()
@@ -189,9 +207,7 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
       // Each event decoded once here (`onStatus` decodes again only events it handles).
       const decoded = batch.map((event) => MonitorStatusEvent.match(event))
       const ids = [...new Set(decoded.flatMap((data) => Option.isSome(data) ? [data.value.monitorId] : []))]
-      const existing = ids.length === 0 ? [] : yield* sql<{ id: string }>`
-        SELECT id FROM monitors WHERE id IN ${sql.in(ids)}`
-      const known = new Set(existing.map((row) => row.id))
+      const known = yield* monitors.existingIds(ids)
       for (let n = 0; n < batch.length; n++) {
         const data = decoded[n]
         if (Option.isSome(data) && !known.has(data.value.monitorId)) continue

@@ -1,12 +1,25 @@
-import { Effect, Layer } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { IncidentEventData } from "../../schemas/Incidents.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { SigningSecret } from "../subscriptions/SigningSecret.ts"
 import { unsubscribePayload } from "../subscriptions/Subscriptions.ts"
 import { renderMailHtml } from "./mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "./MailOutbox.ts"
+
+/** A confirmed subscriber; `components` null means every component. */
+const Subscriber = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  components: Schema.NullOr(Schema.Array(Schema.String))
+})
+
+const ComponentId = Schema.Struct({ id: Schema.String })
+
+/** The organization whose status page the mails link to. */
+const StatusPage = Schema.Struct({ slug: Schema.String, name: Schema.String })
 
 /**
  * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
@@ -34,9 +47,9 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
     /** Components that contain any of the monitors (the incident's affected ones). */
     const componentsOf = (orgId: string, monitorIds: ReadonlyArray<string>) =>
       Effect.map(
-        sql<{ id: string }>`
+        sql`
             SELECT DISTINCT cm.component_id AS id FROM component_monitors cm JOIN components c ON c.id = cm.component_id
-            WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in(monitorIds)}`,
+            WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in(monitorIds)}`.pipe(decodeRows(ComponentId)),
         (rows) => new Set(rows.map((row) => row.id))
       )
 
@@ -44,9 +57,11 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
     const recipients = (event: DomainEvent & { orgId: string }, affectedMonitors: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const orgId = event.orgId
-        const subscribers = yield* sql<{ id: string; email: string; components: ReadonlyArray<string> | null }>`
+        const subscribers = yield* sql`
             SELECT id, email, components FROM subscribers
-            WHERE org_id = ${orgId} AND confirmed_at IS NOT NULL AND confirmed_at <= ${event.createdAt}`
+            WHERE org_id = ${orgId} AND confirmed_at IS NOT NULL AND confirmed_at <= ${event.createdAt}`.pipe(
+          decodeRows(Subscriber)
+        )
         const filtered = subscribers.some((s) => s.components !== null) && affectedMonitors.length > 0
         if (!filtered) return subscribers
         const affected = yield* componentsOf(orgId, affectedMonitors)
@@ -57,8 +72,8 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
       Effect.gen(function*() {
         const data = event.data as IncidentEventData
         if (event.orgId === null || data.update === null) return
-        const [org] = yield* sql<{ slug: string; name: string }>`
-            SELECT slug, name FROM organizations WHERE id = ${event.orgId}`
+        const [org] = yield* sql`
+            SELECT slug, name FROM organizations WHERE id = ${event.orgId}`.pipe(decodeRows(StatusPage))
         if (org === undefined) return
         const { incident, update } = data
         const to = yield* recipients({ ...event, orgId: event.orgId }, incident.affectedMonitors ?? [])

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Component, ComponentList, CreateComponent, UpdateComponent } from "../../schemas/Components.ts"
@@ -8,16 +8,19 @@ import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorL
 import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
-interface ComponentRow {
-  readonly id: string
-  readonly name: string
-  readonly description: string | null
-  readonly position: number
-  readonly created_at: Date
-  readonly updated_at: Date
-  readonly monitor_ids: ReadonlyArray<string>
-}
+/** A component row with its monitors (`json_agg`, in their order). */
+const ComponentRow = Schema.Struct({
+  id: Schema.String,
+  name: Schema.String,
+  description: Schema.NullOr(Schema.String),
+  position: Schema.Int,
+  created_at: Schema.Date,
+  updated_at: Schema.Date,
+  monitor_ids: Schema.Array(Schema.String)
+})
+type ComponentRow = typeof ComponentRow.Type
 
 const toComponent = (row: ComponentRow): Component => ({
   id: row.id,
@@ -58,14 +61,14 @@ export class Components extends Context.Service<Components, {
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
       const select = (orgId: string, id?: string) =>
-        sql<ComponentRow>`
+        sql`
           SELECT c.id, c.name, c.description, c.position, c.created_at, c.updated_at,
             coalesce((
               SELECT json_agg(cm.monitor_id ORDER BY cm.position) FROM component_monitors cm WHERE cm.component_id = c.id
             ), '[]'::json) AS monitor_ids
           FROM components c
           WHERE c.org_id = ${orgId} ${id === undefined ? sql.literal("") : sql`AND c.id = ${id}`}
-          ORDER BY c.position, c.created_at, c.id`
+          ORDER BY c.position, c.created_at, c.id`.pipe(decodeRows(ComponentRow))
 
       const load = (orgId: string, id: string) =>
         Effect.flatMap(

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option } from "effect"
+import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/Errors.ts"
 import type { Incident, IncidentSeverity } from "../../schemas/Incidents.ts"
@@ -8,6 +8,7 @@ import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
 import type { MonitorHealth } from "../monitoring/MonitorRows.ts"
 import { roundUptime } from "../monitoring/Monitors.ts"
 import { Uptime, type UptimeWindow } from "../monitoring/Uptime.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { Components } from "./Components.ts"
 
 export interface MonitorStatusCounts {
@@ -75,12 +76,9 @@ export interface PublicIncidents {
   readonly past: ReadonlyArray<Incident>
 }
 
-/** The organization a public slug names. */
-export interface PublicOrganization {
-  readonly id: string
-  readonly slug: string
-  readonly name: string
-}
+/** The organization a public slug names (read from `organizations`). */
+export const PublicOrganization = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
+export type PublicOrganization = typeof PublicOrganization.Type
 
 type Figures = ReadonlyArray<Record<UptimeWindow, number>>
 
@@ -114,8 +112,11 @@ export class StatusSummary extends Context.Service<StatusSummary, {
       const components = yield* Components
 
       const organization = Effect.fn("StatusSummary.organization")(function*(slug: string) {
-        const orgs = yield* sql<PublicOrganization>`
-          SELECT id, slug, name FROM organizations WHERE slug = ${slug}`.pipe(Effect.orDie)
+        const orgs = yield* sql`
+          SELECT id, slug, name FROM organizations WHERE slug = ${slug}`.pipe(
+          decodeRows(PublicOrganization),
+          Effect.orDie
+        )
         if (orgs.length === 0) return yield* new NotFound({ message: `No status page for '${slug}'` })
         return orgs[0]
       })

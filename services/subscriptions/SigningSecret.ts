@@ -1,7 +1,8 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { Crypto } from "../platform/Crypto.ts"
+import { decodeRows } from "../platform/Rows.ts"
 
 /**
  * One secret shared by every runner, for what must verify without a stored row: the
@@ -12,6 +13,9 @@ import { Crypto } from "../platform/Crypto.ts"
  */
 const NAME = "subscriptions.signing"
 const SYSTEM_ORG = "system"
+
+/** An `app_secrets` row: the secret, encrypted with `Crypto`. */
+const StoredSecret = Schema.Struct({ ciphertext: Schema.String })
 
 const mac = (secret: string, payload: string) =>
   createHmac("sha256", secret).update(payload).digest("base64url").slice(0, 32)
@@ -34,7 +38,9 @@ export class SigningSecret extends Context.Service<SigningSecret, {
           const fresh = yield* crypto.encrypt(SYSTEM_ORG, randomBytes(32).toString("hex"))
           // Two runners at once: the first insert wins and both read it.
           yield* sql`INSERT INTO app_secrets (name, ciphertext) VALUES (${NAME}, ${fresh}) ON CONFLICT (name) DO NOTHING`
-          const [row] = yield* sql<{ ciphertext: string }>`SELECT ciphertext FROM app_secrets WHERE name = ${NAME}`
+          const [row] = yield* sql`SELECT ciphertext FROM app_secrets WHERE name = ${NAME}`.pipe(
+            decodeRows(StoredSecret)
+          )
           return yield* crypto.decrypt(SYSTEM_ORG, row.ciphertext)
         }).pipe(Effect.orDie)
       )

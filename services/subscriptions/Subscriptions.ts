@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { SubscribeFailed, type SubscribeRequest, type SubscribeResult } from "../../schemas/Subscriptions.ts"
 import { renderMailHtml } from "../notifications/mailLayout.ts"
@@ -6,6 +6,7 @@ import { enqueueMails } from "../notifications/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import { Challenges } from "./Challenges.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 
@@ -31,10 +32,17 @@ export const unsubscribePayload = (subscriberId: string) => `unsub:${subscriberI
 const fail = (error: SubscribeFailed["error"], message: string) =>
   new SubscribeFailed({ success: false, error, message })
 
-export interface SubscriptionPage {
-  readonly orgSlug: string
-  readonly orgName: string
-}
+/** The status page a confirmation or unsubscribe link belongs to. */
+export const SubscriptionPage = Schema.Struct({ orgSlug: Schema.String, orgName: Schema.String })
+export type SubscriptionPage = typeof SubscriptionPage.Type
+
+/** The organization a subscribe request names (from `organizations`). */
+const Organization = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
+
+const ComponentId = Schema.Struct({ id: Schema.String })
+
+/** The subscriber a subscribe request recorded or found, and whether it is confirmed already. */
+const Subscribed = Schema.Struct({ id: Schema.String, confirmed: Schema.Boolean })
 
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly subscribe: (request: SubscribeRequest) => Effect.Effect<SubscribeResult, SubscribeFailed>
@@ -80,15 +88,21 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           if (spent === "used") return yield* fail("challenge_used", "This challenge token was already used")
           if (spent === "invalid") return yield* fail("invalid_challenge", "The challenge token is not valid")
 
-          const [org] = yield* sql<{ id: string; slug: string; name: string }>`
-            SELECT id, slug, name FROM organizations WHERE slug = ${request.orgSlug}`.pipe(Effect.orDie)
+          const [org] = yield* sql`
+            SELECT id, slug, name FROM organizations WHERE slug = ${request.orgSlug}`.pipe(
+            decodeRows(Organization),
+            Effect.orDie
+          )
           if (org === undefined) return yield* fail("not_found", `No status page for '${request.orgSlug}'`)
           const components = request.components === undefined || request.components.length === 0
             ? null
             : [...new Set(request.components)]
           if (components !== null) {
-            const known = yield* sql<{ id: string }>`
-              SELECT id FROM components WHERE org_id = ${org.id} AND id IN ${sql.in(components)}`.pipe(Effect.orDie)
+            const known = yield* sql`
+              SELECT id FROM components WHERE org_id = ${org.id} AND id IN ${sql.in(components)}`.pipe(
+              decodeRows(ComponentId),
+              Effect.orDie
+            )
             if (known.length !== components.length) {
               return yield* fail("validation_error", "components must be components of this status page")
             }
@@ -96,7 +110,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
           const token = crypto.randomToken(32)
           yield* sql.withTransaction(Effect.gen(function*() {
-            const [row] = yield* sql<{ id: string; confirmed: boolean }>`
+            const [row] = yield* sql`
               INSERT INTO subscribers (id, org_id, email, components, confirm_token_hash)
               VALUES (${makeId("sub")}, ${org.id}, ${email}, ${
               components === null ? null : JSON.stringify(components)
@@ -107,7 +121,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
                   THEN EXCLUDED.confirm_token_hash ELSE subscribers.confirm_token_hash END,
                 components = CASE WHEN subscribers.confirmed_at IS NULL
                   THEN EXCLUDED.components ELSE subscribers.components END
-              RETURNING id, confirmed_at IS NOT NULL AS confirmed`
+              RETURNING id, confirmed_at IS NOT NULL AS confirmed`.pipe(decodeRows(Subscribed))
             // Already confirmed: nothing to send, and the answer below is the same.
             if (!row.confirmed) {
               yield* enqueueMails([
@@ -119,11 +133,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
       const confirm = (token: string) =>
-        sql<SubscriptionPage>`
+        sql`
           UPDATE subscribers s SET confirmed_at = now(), confirm_token_hash = NULL
           FROM organizations o
           WHERE s.confirm_token_hash = ${crypto.hashSecret(token)} AND o.id = s.org_id
           RETURNING o.slug AS "orgSlug", o.name AS "orgName"`.pipe(
+          decodeRows(SubscriptionPage),
           Effect.map((rows) => Option.fromUndefinedOr(rows[0])),
           Effect.orDie
         )
@@ -132,10 +147,10 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         Effect.gen(function*() {
           const payload = yield* signing.verify(token)
           if (payload === undefined || !payload.startsWith("unsub:")) return Option.none()
-          const [row] = yield* sql<SubscriptionPage>`
+          const [row] = yield* sql`
             DELETE FROM subscribers s USING organizations o
             WHERE s.id = ${payload.slice("unsub:".length)} AND o.id = s.org_id
-            RETURNING o.slug AS "orgSlug", o.name AS "orgName"`
+            RETURNING o.slug AS "orgSlug", o.name AS "orgName"`.pipe(decodeRows(SubscriptionPage))
           // A second click finds nothing left to delete, which is still a success.
           return Option.some(row ?? { orgSlug: "", orgName: "" })
         }).pipe(Effect.orDie)
