@@ -108,7 +108,7 @@ export const setIssueStatus = (sql: SqlClient.SqlClient, orgId: string, id: stri
 export const issuesOfFingerprints = (sql: SqlClient.SqlClient, orgId: string, fingerprints: ReadonlyArray<string>) =>
   sql`
     SELECT id, fingerprint FROM observe_issues
-    WHERE org_id = ${orgId} AND fingerprint = ANY(${fingerprints as Array<string>})`.pipe(
+    WHERE org_id = ${orgId} AND fingerprint = ANY(${fingerprints})`.pipe(
     decodeRows(IssueOfFingerprint)
   )
 
