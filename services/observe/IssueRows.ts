@@ -17,7 +17,7 @@ import { Int8 } from "./Int8.ts"
  */
 
 /** A stored issue; rows are decoded with it. */
-export const IssueRow = Schema.Struct({
+const IssueRow = Schema.Struct({
   id: Schema.String,
   title: Schema.String,
   type: Schema.NullOr(Schema.String),
@@ -35,7 +35,7 @@ export const IssueRow = Schema.Struct({
   environments: Schema.Array(Schema.String),
   resolved_at: Schema.NullOr(Schema.Date)
 })
-export type IssueRow = typeof IssueRow.Type
+type IssueRow = typeof IssueRow.Type
 
 export const toIssue = (row: IssueRow): Issue => ({
   id: row.id,
