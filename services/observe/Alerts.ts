@@ -1,4 +1,4 @@
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type Alert, SpikeEvent, type SpikeEventData } from "../../schemas/Observe.ts"
@@ -6,6 +6,9 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { publishAll } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 import { Mailer, type MailError } from "../platform/Mailer.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { alertPage, insertAlerts } from "./AlertRows.ts"
+import { issueTitle } from "./IssueRows.ts"
 import type { Spike } from "./Spikes.ts"
 
 /**
@@ -14,25 +17,8 @@ import type { Spike } from "./Spikes.ts"
  * organization's owners by a durable consumer of the event (`mailOwners`).
  */
 
-interface AlertRow {
-  readonly id: string
-  readonly issue_id: string | null
-  readonly count: number
-  readonly baseline: number
-  readonly threshold: number
-  readonly created_at: Date
-}
-
-const toAlert = (row: AlertRow): Alert => ({
-  id: row.id,
-  type: "spike",
-  scope: row.issue_id === null ? "organization" : "issue",
-  issueId: row.issue_id,
-  count: row.count,
-  baseline: row.baseline,
-  threshold: row.threshold,
-  createdAt: row.created_at.toISOString()
-})
+/** An owner of the organization, with its name, to e-mail. */
+const OrgOwner = Schema.Struct({ email: Schema.String, org_name: Schema.String })
 
 export class Alerts extends Context.Service<Alerts, {
   raise(orgId: string, spikes: ReadonlyArray<Spike>, at: number): Effect.Effect<void, SqlError>
@@ -60,35 +46,26 @@ export class Alerts extends Context.Service<Alerts, {
             baseline: spike.baseline,
             threshold: spike.threshold
           }))
-          yield* sql`
-            INSERT INTO observe_alerts (id, org_id, issue_id, count, baseline, threshold, created_at)
-            SELECT v."alertId", ${orgId}, v."issueId", v.count, v.baseline, v.threshold, to_timestamp(${at} / 1000.0)
-            FROM json_to_recordset(${JSON.stringify(events)}::json) AS v("alertId" text, "issueId" text, count int,
-              baseline real, threshold real)`
+          yield* insertAlerts(sql, orgId, events, at)
           yield* publishAll(events.map((data) => SpikeEvent.make(orgId, data)))
         })).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
       const list = Effect.fn("Alerts.list")(
         function*(orgId: string, page: { readonly limit?: number | undefined; readonly offset?: number | undefined }) {
-          const rows = yield* sql<AlertRow & { total: string }>`
-            SELECT *, count(*) OVER () AS total FROM observe_alerts WHERE org_id = ${orgId}
-            ORDER BY created_at DESC, id DESC LIMIT ${page.limit ?? 50} OFFSET ${page.offset ?? 0}`.pipe(Effect.orDie)
-          return { alerts: rows.map(toAlert), count: rows.length === 0 ? 0 : Number(rows[0].total) }
+          return yield* alertPage(sql, orgId, { limit: page.limit ?? 50, offset: page.offset ?? 0 }).pipe(Effect.orDie)
         }
       )
 
       const mailOwners = (orgId: string, data: SpikeEventData) =>
         Effect.gen(function*() {
           // Read here rather than through Tenancy: one join, only for this notification.
-          const owners = yield* sql<{ email: string; org_name: string }>`
+          const owners = yield* sql`
             SELECT u.email, o.name AS org_name FROM memberships m
             JOIN users u ON u.id = m.user_id JOIN organizations o ON o.id = m.org_id
-            WHERE m.org_id = ${orgId} AND m.role = 'owner'`
+            WHERE m.org_id = ${orgId} AND m.role = 'owner'`.pipe(decodeRows(OrgOwner))
           if (owners.length === 0) return
-          const issue = data.issueId === null
-            ? undefined
-            : (yield* sql<{ title: string }>`SELECT title FROM observe_issues WHERE id = ${data.issueId}`)[0]
-          const what = issue === undefined ? "errors" : `"${issue.title}"`
+          const title = data.issueId === null ? Option.none() : yield* issueTitle(sql, data.issueId)
+          const what = Option.match(title, { onNone: () => "errors", onSome: (title) => `"${title}"` })
           yield* mailer.send({
             to: owners.map((owner) => owner.email),
             subject: `[${owners[0].org_name}] Error spike: ${what}`,

@@ -1,7 +1,8 @@
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Predicate, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LatencyDay, PerformanceStats } from "../../schemas/Performance.ts"
+import { decodeRows } from "../platform/Rows.ts"
 import * as Sketch from "./LatencySketch.ts"
 
 /** A span as the ingest pipeline hands it over (spec "Span" plus its event's context). */
@@ -91,6 +92,22 @@ const windowPlan = (from: Date, to: Date) => {
   if (daysTo <= daysFrom) daysFrom = daysTo = start
   return { start, end, daysFrom, daysTo }
 }
+
+/** A stored sketch, checked by one pass over its counts (a daily row holds many buckets). */
+const StoredSketch = Schema.declare((input): input is Sketch.LatencySketch =>
+  Predicate.isObject(input) && Object.values(input).every((count) => typeof count === "number")
+)
+
+/** A rollup row as statistics read it (the counters as text: they are `int8`). */
+const RollupRow = Schema.Struct({
+  day: Schema.String,
+  spans: Schema.NumberFromString,
+  errors: Schema.NumberFromString,
+  duration: Schema.Number,
+  sketch: Schema.fromJsonString(StoredSketch)
+})
+
+const CompactedDay = Schema.Struct({ day: Schema.Date })
 
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -205,9 +222,11 @@ export class Performance extends Context.Service<Performance, {
         const foldedTo = plan.daysFrom + closed.length * DAY_MS
         if (closed.length === 0) return foldedTo
         const folded = Effect.map(
-          sql<{ day: Date }>`
+          sql`
             SELECT day FROM span_days_compacted WHERE org_id = ${orgId}
-              AND day >= ${iso(plan.daysFrom)}::timestamptz AND day < ${iso(foldedTo)}::timestamptz`,
+              AND day >= ${iso(plan.daysFrom)}::timestamptz AND day < ${iso(foldedTo)}::timestamptz`.pipe(
+            decodeRows(CompactedDay)
+          ),
           (rows) => new Set(rows.map((row) => row.day.getTime()))
         )
         const done = yield* folded
@@ -257,18 +276,17 @@ export class Performance extends Context.Service<Performance, {
         const day = sql.literal(`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD')`)
         // Rows travel whole and their sketches merge here: cheaper than expanding every
         // bucket in SQL (measured by bench/performance.ts).
-        const rows = yield* sql<{ day: string; spans: string; errors: string; duration: number; sketch: string }>`
+        const rows = yield* sql`
           SELECT ${day} AS day, span_count::text AS spans, error_count::text AS errors,
             duration_sum AS duration, sketch::text AS sketch
-          FROM (${rollups}) AS r`
+          FROM (${rollups}) AS r`.pipe(decodeRows(RollupRow))
         const days = new Map<string, { spans: number; duration: number; sketch: Sketch.LatencySketch }>()
         const overall = Sketch.empty()
         let totalSpans = 0
         let errors = 0
         let duration = 0
         for (const row of rows) {
-          const sketch = JSON.parse(row.sketch) as Sketch.LatencySketch
-          const spans = Number(row.spans)
+          const { sketch, spans } = row
           let entry = days.get(row.day)
           if (entry === undefined) days.set(row.day, entry = { spans: 0, duration: 0, sketch: Sketch.empty() })
           entry.spans += spans
@@ -276,7 +294,7 @@ export class Performance extends Context.Service<Performance, {
           Sketch.mergeInto(entry.sketch, sketch)
           Sketch.mergeInto(overall, sketch)
           totalSpans += spans
-          errors += Number(row.errors)
+          errors += row.errors
           duration += row.duration
         }
         const latencyHistory: Array<LatencyDay> = []

@@ -1,5 +1,5 @@
 import { FlattenMap, TraceMap } from "@jridgewell/trace-mapping"
-import { Clock, Context, Effect, Layer } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import {
@@ -10,6 +10,7 @@ import {
 } from "../../schemas/SourceMaps.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
 import { makeId } from "../platform/Ids.ts"
+import { deleteSourceMap, findSourceMap, mapNamesOfRelease, sourceMapPage, upsertSourceMap } from "./SourceMapRows.ts"
 import { type Frame, nameCandidates, normalizeMapName, symbolicateFrames } from "./Symbolication.ts"
 
 export type { Frame } from "./Symbolication.ts"
@@ -27,22 +28,6 @@ const MAX_INDEXES = 10_000
 /** Parsed maps kept per runner: at most this many, and at most this many bytes of source. */
 const MAX_PARSED = 64
 const MAX_PARSED_BYTES = 256 * 1024 * 1024
-
-interface SourceMapRow {
-  readonly id: string
-  readonly release: string
-  readonly name: string
-  readonly size: number
-  readonly created_at: Date
-}
-
-const toRecord = (row: SourceMapRow): SourceMapRecord => ({
-  id: row.id,
-  filename: row.name,
-  release: row.release,
-  size: row.size,
-  createdAt: row.created_at.toISOString()
-})
 
 const invalid = (path: string, message: string) =>
   new ValidationError({ message: `Invalid ${path}: ${message}`, details: [{ path, message }] })
@@ -122,8 +107,7 @@ export class SourceMaps extends Context.Service<SourceMaps, {
           const key = indexKey(orgId, release)
           const cached = indexes.get(key)
           if (cached !== undefined && cached.expiresAt > now) return cached.names
-          const rows = yield* sql<{ id: string; name: string }>`
-            SELECT id, name FROM source_maps WHERE org_id = ${orgId} AND release = ${release}`
+          const rows = yield* mapNamesOfRelease(sql, orgId, release)
           const names = new Map(rows.map((row) => [row.name, row.id]))
           indexes.delete(key)
           if (indexes.size >= MAX_INDEXES) indexes.delete(indexes.keys().next().value!)
@@ -175,56 +159,42 @@ export class SourceMaps extends Context.Service<SourceMaps, {
         if (typeof problem === "string") return yield* invalid("body.file", problem)
         const id = makeId("sm")
         yield* blobs.put(blobKey(orgId, id), input.content, { contentType: "application/json" }).pipe(Effect.orDie)
-        // RETURNING's sub-select sees the row as it was before this statement: the replaced map.
-        const [row] = yield* sql<SourceMapRow & { replaced: string | null }>`
-          INSERT INTO source_maps (id, org_id, release, name, size, blob_key)
-          VALUES (${id}, ${orgId}, ${release}, ${name}, ${input.content.byteLength}, ${blobKey(orgId, id)})
-          ON CONFLICT (org_id, release, name) DO UPDATE SET
-            id = excluded.id, size = excluded.size, blob_key = excluded.blob_key, created_at = now()
-          RETURNING id, release, name, size, created_at,
-            (SELECT old.blob_key FROM source_maps old
-              WHERE old.org_id = ${orgId} AND old.release = ${release} AND old.name = ${name}) AS replaced`
-          .pipe(Effect.orDie)
-        if (row.replaced !== null && row.replaced !== blobKey(orgId, id)) {
-          yield* blobs.delete(row.replaced).pipe(Effect.ignore)
+        const { record, replaced } = yield* upsertSourceMap(sql, {
+          id,
+          orgId,
+          release,
+          name,
+          size: input.content.byteLength,
+          blobKey: blobKey(orgId, id)
+        }).pipe(Effect.orDie)
+        if (replaced !== null && replaced !== blobKey(orgId, id)) {
+          yield* blobs.delete(replaced).pipe(Effect.ignore)
         }
         indexes.delete(indexKey(orgId, release))
-        return toRecord(row)
+        return record
       })
 
       const list = Effect.fn("SourceMaps.list")(function*(orgId: string, query: ListSourceMapsQuery) {
-        const release = query.release === undefined ? sql.literal("") : sql`AND release = ${query.release}`
-        const rows = yield* sql<SourceMapRow & { total: string }>`
-          SELECT id, release, name, size, created_at, count(*) OVER ()::text AS total
-          FROM source_maps WHERE org_id = ${orgId} ${release}
-          ORDER BY created_at DESC, id
-          LIMIT ${query.limit ?? 50} OFFSET ${query.offset ?? 0}`
-        let count = rows.length === 0 ? 0 : Number(rows[0].total)
-        if (rows.length === 0 && (query.offset ?? 0) > 0) {
-          const [total] = yield* sql<{ total: string }>`
-            SELECT count(*)::text AS total FROM source_maps WHERE org_id = ${orgId} ${release}`
-          count = Number(total.total)
-        }
-        return { sourceMaps: rows.map(toRecord), count }
+        return yield* sourceMapPage(sql, orgId, {
+          release: query.release,
+          limit: query.limit ?? 50,
+          offset: query.offset ?? 0
+        })
       }, Effect.orDie)
 
       const notFound = (id: string) => new NotFound({ message: `Source map '${id}' not found` })
 
       const get = Effect.fn("SourceMaps.get")(function*(orgId: string, id: string) {
-        const [row] = yield* sql<SourceMapRow>`
-          SELECT id, release, name, size, created_at FROM source_maps WHERE org_id = ${orgId} AND id = ${id}`
-          .pipe(Effect.orDie)
-        if (row === undefined) return yield* notFound(id)
-        return toRecord(row)
+        const record = yield* findSourceMap(sql, orgId, id).pipe(Effect.orDie)
+        if (Option.isNone(record)) return yield* notFound(id)
+        return record.value
       })
 
       const remove = Effect.fn("SourceMaps.remove")(function*(orgId: string, id: string) {
-        const [row] = yield* sql<{ release: string; blob_key: string }>`
-          DELETE FROM source_maps WHERE org_id = ${orgId} AND id = ${id} RETURNING release, blob_key`
-          .pipe(Effect.orDie)
-        if (row === undefined) return yield* notFound(id)
-        yield* blobs.delete(row.blob_key).pipe(Effect.ignore)
-        indexes.delete(indexKey(orgId, row.release))
+        const removed = yield* deleteSourceMap(sql, orgId, id).pipe(Effect.orDie)
+        if (Option.isNone(removed)) return yield* notFound(id)
+        yield* blobs.delete(removed.value.blob_key).pipe(Effect.ignore)
+        indexes.delete(indexKey(orgId, removed.value.release))
         const cached = parsed.get(id)
         if (cached !== undefined) {
           parsed.delete(id)

@@ -6,9 +6,10 @@ import { Alerts } from "../../services/observe/Alerts.ts"
 import { type CommitPlan, planCommit, userPairKey } from "../../services/observe/CommitPlan.ts"
 import type { PreparedEvent } from "../../services/observe/EventPreparation.ts"
 import { IngestClock } from "../../services/observe/IngestClock.ts"
+import { loadIngestWindow } from "../../services/observe/IngestWindowRows.ts"
 import { IngestWriter } from "../../services/observe/IngestWriter.ts"
-import { foldIssueCounters } from "../../services/observe/IssueFold.ts"
-import { currentWindow, decide, emptyWindow, type SamplingWindow } from "../../services/observe/Sampling.ts"
+import { foldIssueCounters } from "../../services/observe/IssueRows.ts"
+import { currentWindow, decide, type SamplingWindow } from "../../services/observe/Sampling.ts"
 import { SpikeDetector } from "../../services/observe/Spikes.ts"
 
 /**
@@ -106,16 +107,7 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
     const orgId = address.entityId
     const spikes = new SpikeDetector()
 
-    const stored = yield* sql<{ window_start: string; total: number; kept: number; previous_total: number }>`
-      SELECT window_start, total, kept, previous_total FROM observe_ingest_windows WHERE org_id = ${orgId}`.pipe(
-      Effect.orDie
-    )
-    let window: SamplingWindow = stored.length === 0 ? emptyWindow : {
-      start: Number(stored[0].window_start),
-      total: stored[0].total,
-      kept: stored[0].kept,
-      previousTotal: stored[0].previous_total
-    }
+    let window: SamplingWindow = yield* loadIngestWindow(sql, orgId).pipe(Effect.orDie)
 
     const pending: Array<Pending> = []
     const wake = yield* Queue.sliding<void>(1)

@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import type { SqlClient } from "effect/sql"
-import { foldIssueCounters } from "../../services/observe/IssueFold.ts"
+import { foldIssueCounters } from "../../services/observe/IssueRows.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { errorEvent, ingest } from "./support.ts"
