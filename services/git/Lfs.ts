@@ -11,7 +11,7 @@ import type { LfsAction, LfsBatchRequest, LfsBatchResponse, LfsObjectResult } fr
 import type { Plan } from "../../schemas/Tenancy.ts"
 import { BlobStore } from "../platform/BlobStore.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "./Int8.ts"
+import { Int8 } from "../platform/Rows.ts"
 import { fileStream, GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { addLfsBytes } from "./RepositoryRows.ts"

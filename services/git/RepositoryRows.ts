@@ -3,7 +3,7 @@ import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Visibility } from "../../schemas/Repositories.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "./Int8.ts"
+import { Int8 } from "../platform/Rows.ts"
 
 /*
  * The `repositories` table: its row and every statement that writes it (the table's one

@@ -4,8 +4,8 @@ import type { SqlClient } from "effect/sql"
 import type { StoredEvent } from "../../schemas/Observe.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { Int8 } from "../platform/Rows.ts"
 import type { KeptEvent } from "./CommitPlan.ts"
-import { Int8 } from "./Int8.ts"
 
 /*
  * The kept events (`observe_events`) and their stacks, stored once per distinct stack

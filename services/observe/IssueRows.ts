@@ -7,8 +7,8 @@ import { type Issue, IssueRegressedEvent, IssueStatus, type ListIssuesQuery } fr
 import { appendSelectedStatement, notifySql } from "../platform/Events.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { Int8 } from "../platform/Rows.ts"
 import type { IssueDelta } from "./CommitPlan.ts"
-import { Int8 } from "./Int8.ts"
 
 /*
  * The issue tables — `observe_issues`, their buffered counters `observe_issue_pending` and

@@ -2,8 +2,8 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { Release } from "../../schemas/Observe.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { Int8 } from "../platform/Rows.ts"
 import type { ReleaseDelta } from "./CommitPlan.ts"
-import { Int8 } from "./Int8.ts"
 
 /*
  * The releases an organization's events and spans named (`observe_releases`, counters

@@ -1,4 +1,4 @@
-import { Effect, Schema } from "effect"
+import { Effect, Schema, SchemaTransformation } from "effect"
 
 /*
  * Rows read from Postgres are decoded by a Schema before a service uses them, never cast:
@@ -26,3 +26,12 @@ export const decodeRows = <S extends Schema.Constraint & { readonly DecodingServ
     statement: Effect.Effect<ReadonlyArray<unknown>, E, R>
   ): Effect.Effect<ReadonlyArray<S["Type"]>, E, R> => Effect.flatMap(statement, (rows) => Effect.orDie(decode(rows)))
 }
+
+/**
+ * An `int8` column or a `count(*)`: `@effect/sql-pg` hands it over as a JS `bigint` (a
+ * `numeric`, such as a `sum(…)` of one, comes as a string: `Schema.NumberFromString`).
+ * Counts, sizes and sequence numbers stay far below 2^53, so they are read as numbers.
+ */
+export const Int8 = Schema.BigInt.pipe(
+  Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: Number, encode: BigInt }))
+)

@@ -1,5 +1,6 @@
-import { Schema, SchemaTransformation } from "effect"
+import { Schema } from "effect"
 import { DeliveryStatus } from "../../schemas/Webhooks.ts"
+import { Int8 } from "../platform/Rows.ts"
 
 /**
  * The rows `DeliveryStatements` reads from `webhook_deliveries`, `webhook_queue` and
@@ -8,11 +9,6 @@ import { DeliveryStatus } from "../../schemas/Webhooks.ts"
  * as a `bigint`, `numeric` (the `extract(epoch …) * 1000` times) as a string, `timestamptz`
  * as a `Date`, `jsonb` parsed.
  */
-
-/** An `int8` as a number (sequence numbers and counts: exact below 2^53). */
-export const Int8 = Schema.BigInt.pipe(
-  Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: Number, encode: BigInt }))
-)
 
 /** Epoch milliseconds computed in SQL (`extract(epoch FROM …) * 1000`: a `numeric`). */
 const EpochMs = Schema.NumberFromString

@@ -1,7 +1,7 @@
 import { Schema } from "effect"
 import { Plan } from "../../schemas/Tenancy.ts"
 import { WebhookContentType } from "../../schemas/Webhooks.ts"
-import { Int8 } from "./DeliveryRows.ts"
+import { Int8 } from "../platform/Rows.ts"
 
 /**
  * The rows `Webhooks` reads, as Schemas (every row is decoded with one of these before it
