@@ -1,7 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { QuarantinedPack } from "./Quarantine.ts"
 import { addPackBytes, freePackBytes } from "./RepositoryRows.ts"
 

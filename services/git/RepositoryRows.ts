@@ -2,8 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Visibility } from "../../schemas/Repositories.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
  * The `repositories` table: its row and every statement that writes it (the table's one

@@ -1,8 +1,7 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { Alert, SpikeEventData } from "../../schemas/Observe.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /* The spike alerts (`observe_alerts`) and every statement on them (their one owner). */
 

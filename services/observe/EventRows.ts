@@ -3,8 +3,7 @@ import { Effect, Option, Predicate, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { StoredEvent } from "../../schemas/Observe.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { KeptEvent } from "./CommitPlan.ts"
 
 /*

@@ -6,8 +6,7 @@ import type * as Statement from "effect/sql/Statement"
 import { type Issue, IssueRegressedEvent, IssueStatus, type ListIssuesQuery } from "../../schemas/Observe.ts"
 import { appendSelectedStatement, notifySql } from "../platform/Events.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { IssueDelta } from "./CommitPlan.ts"
 
 /*

@@ -1,8 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { Release } from "../../schemas/Observe.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { Int8 } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { ReleaseDelta } from "./CommitPlan.ts"
 
 /*
