@@ -1,8 +1,9 @@
 /**
  * `npm run bench:api`: authenticated GET /api/v1/me through the whole stack (auth, the
  * organization's rate limiter, JSON) against the smallest Effect HTTP server answering the
- * same JSON (the framework's floor) and a bare node:http server, all driven by autocannon
- * on loopback in the same run, taking turns in ROUNDS slices; then the limiter alone.
+ * same JSON (the framework's floor), the smallest authenticated HttpApi endpoint (the HttpApi
+ * floor) and a bare node:http server, all driven by autocannon on loopback in the same run,
+ * taking turns in ROUNDS slices; then the limiter alone.
  * Env: DURATION (seconds per server, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
  */
 import { NodeCrypto } from "@effect/platform-node"
@@ -56,6 +57,12 @@ const main = async () => {
     { PORT: String(floorPort), BODY: body },
     `http://127.0.0.1:${floorPort}/`
   )
+  const httpApiPort = await freePort()
+  const httpApiFloor = await startProcess(
+    "bench/httpapi-floor-server.ts",
+    { PORT: String(httpApiPort), BODY: body, KEY: key },
+    { url: `http://127.0.0.1:${httpApiPort}/`, headers }
+  )
   const barePort = await freePort()
   const bare = await startProcess(
     "bench/bare-server.ts",
@@ -66,17 +73,25 @@ const main = async () => {
     canopy: { url: `${base}/api/v1/me`, headers, pid: canopy.pid! },
     healthz: { url: `${base}/healthz`, headers: {}, pid: canopy.pid! },
     effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {}, pid: effectFloor.pid! },
+    httpApiFloor: { url: `http://127.0.0.1:${httpApiPort}/`, headers, pid: httpApiFloor.pid! },
     bare: { url: `http://127.0.0.1:${barePort}/`, headers: {}, pid: bare.pid! }
   }
   for (const target of Object.values(targets)) await load(target.url, { ...target, seconds: 2, connections })
   // The servers take turns in short slices, so a change in the (shared) machine's load
   // falls on all of them alike instead of on whichever ran at that moment.
-  const slices: Record<keyof typeof targets, Array<LoadResult>> = { canopy: [], healthz: [], effectFloor: [], bare: [] }
+  const slices: Record<keyof typeof targets, Array<LoadResult>> = {
+    canopy: [],
+    healthz: [],
+    effectFloor: [],
+    httpApiFloor: [],
+    bare: []
+  }
   // Each server is one Node thread busy near 100% under this load, so its rate follows its CPU per request.
   const cpu: Record<keyof typeof targets, { user: number; system: number }> = {
     canopy: { user: 0, system: 0 },
     healthz: { user: 0, system: 0 },
     effectFloor: { user: 0, system: 0 },
+    httpApiFloor: { user: 0, system: 0 },
     bare: { user: 0, system: 0 }
   }
   for (let round = 0; round < rounds; round++) {
@@ -88,10 +103,11 @@ const main = async () => {
       cpu[name].system += after.system - before.system
     }
   }
-  await Promise.all([stop(canopy), stop(effectFloor), stop(bare)])
+  await Promise.all([stop(canopy), stop(effectFloor), stop(httpApiFloor), stop(bare)])
   const canopyResult = combine(slices.canopy)
   const floorResult = combine(slices.healthz)
   const effectFloorResult = combine(slices.effectFloor)
+  const httpApiFloorResult = combine(slices.httpApiFloor)
   const bareResult = combine(slices.bare)
 
   // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
@@ -141,12 +157,27 @@ const main = async () => {
     row("canopy GET /api/v1/me (auth + limiter + JSON)", canopyResult, cpu.canopy),
     row("canopy GET /healthz (no auth, no limiter)", floorResult, cpu.healthz),
     row("minimal Effect HTTP server, same JSON (framework floor)", effectFloorResult, cpu.effectFloor),
+    row(
+      "one HttpApi endpoint, bearer middleware comparing the key (HttpApi floor)",
+      httpApiFloorResult,
+      cpu.httpApiFloor
+    ),
     row("bare node:http, same JSON", bareResult, cpu.bare)
   ])
   console.log(
     `\nthroughput ratio canopy /me / Effect floor: ${
       (100 * canopyResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
     }% (goal >= 80%)`
+  )
+  console.log(
+    `throughput ratio HttpApi floor / Effect floor: ${
+      (100 * httpApiFloorResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
+    }% (the most any authenticated HttpApi endpoint reaches)`
+  )
+  console.log(
+    `throughput ratio canopy /me / HttpApi floor: ${
+      (100 * canopyResult.requestsPerSecond / httpApiFloorResult.requestsPerSecond).toFixed(1)
+    }% (what Canopy's own work per request leaves)`
   )
   const ratio = canopyResult.requestsPerSecond / bareResult.requestsPerSecond
   console.log(`throughput ratio canopy /me / bare: ${(ratio * 100).toFixed(1)}% (goal >= 50%)`)

@@ -61,7 +61,8 @@ const serverNodeArgs = (process.env.SERVER_NODE_ARGS ?? "").split(/\s+/).filter(
 export const startProcess = async (
   entry: string,
   env: Record<string, string>,
-  readyUrl: string,
+  /** Probed until it answers 2xx (with these headers, if given). */
+  ready: string | { readonly url: string; readonly headers: Record<string, string> },
   /** Called once the process exists, before it is ready (e.g. to put it under a CPU quota). */
   onSpawn?: (pid: number) => void
 ) => {
@@ -84,7 +85,10 @@ export const startProcess = async (
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${entry} exited:\n${output}`)
     // Bounded probe: a connection accepted before the server is up can otherwise hang forever.
-    if (await fetch(readyUrl, { signal: AbortSignal.timeout(2_000) }).then((r) => r.ok, () => false)) return child
+    const probe = typeof ready === "string" ? { url: ready, headers: {} } : ready
+    const answered = await fetch(probe.url, { headers: probe.headers, signal: AbortSignal.timeout(2_000) })
+      .then((r) => r.ok, () => false)
+    if (answered) return child
     await new Promise((resolve) => setTimeout(resolve, 200))
   }
   child.kill("SIGKILL")
