@@ -292,12 +292,13 @@ export const queueHead = (sql: SqlClient.SqlClient, webhookId: string, now: numb
   const jsonDelays = JSON.stringify(delays)
   // Rows due by their place in the queue are few when nothing is claimable (claims in
   // flight or left by a dead runner, exhausted ones): their real time is computed;
-  // beyond them the index gives the next one.
+  // beyond them the index gives the next one. A claim past the delays (the webhook's
+  // retries lowered since) has no retry left: it is due at its claim, and then failed.
   return sql`
     SELECT * FROM (
       (SELECT seq, id, event, payload, attempts, extract(epoch FROM CASE WHEN claimed_at IS NULL
           THEN next_attempt_at
-          ELSE claimed_at + make_interval(secs => (${jsonDelays}::jsonb->>(attempts - 1))::float8 / 1000)
+          ELSE claimed_at + make_interval(secs => coalesce((${jsonDelays}::jsonb->>(attempts - 1))::float8, 0) / 1000)
         END) * 1000 AS due_at
       FROM webhook_deliveries
       WHERE status = 'pending' AND seq IN (
