@@ -1,4 +1,5 @@
-import { Schema } from "effect"
+import { Option, Schema } from "effect"
+import { type EventEnvelope, type EventType, eventType } from "./Events.ts"
 
 /**
  * Incidents and their timelines (spec "Incident", "Incident update", incident state table;
@@ -129,3 +130,16 @@ export const IncidentEventData = Schema.Struct({
   update: Schema.NullOr(IncidentUpdate)
 })
 export type IncidentEventData = typeof IncidentEventData.Type
+
+const incidentEventTypes = new Map<string, EventType<IncidentEventData>>(
+  Object.values(INCIDENT_EVENTS).map((type) => [type, eventType(type, IncidentEventData)])
+)
+
+/** The event type of an incident change, shared by the publisher (`make`) and its consumers. */
+export const incidentEvent = (type: IncidentEventType): EventType<IncidentEventData> => incidentEventTypes.get(type)!
+
+/** The decoded data of any incident event; none for another type or a malformed payload. */
+export const matchIncidentEvent = (event: EventEnvelope): Option.Option<IncidentEventData> => {
+  const type = incidentEventTypes.get(event.type)
+  return type === undefined ? Option.none() : type.match(event)
+}

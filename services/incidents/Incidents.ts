@@ -9,7 +9,7 @@ import {
   type Incident,
   INCIDENT_DEFAULTS,
   INCIDENT_EVENTS,
-  type IncidentEventData,
+  incidentEvent,
   type IncidentEventType,
   type IncidentList,
   type IncidentSeverity,
@@ -44,7 +44,7 @@ export interface ActiveIncident {
  * Incidents of an organization and their timelines (spec incident state table, GUIDE §6).
  * Every method is scoped by `orgId`; another organization's incident is a `NotFound`.
  * Every change publishes `incident.created|updated|resolved` (`incident.deleted` on delete)
- * with {@link IncidentEventData}, in the transaction that makes the change.
+ * with `IncidentEventData` (the shared `incidentEvent` types), in the transaction that makes the change.
  */
 export class Incidents extends Context.Service<Incidents, {
   create(orgId: string, input: CreateIncident): Effect.Effect<Incident, ValidationError>
@@ -124,7 +124,7 @@ export class Incidents extends Context.Service<Incidents, {
             // Read in the transaction that just wrote it: a missing row is a bug, not a 404.
             Effect.catch((error) => error instanceof NotFound ? Effect.die(error) : Effect.fail(error))
           )
-          yield* publish({ type, orgId, data: { incident, update } satisfies IncidentEventData })
+          yield* publish(incidentEvent(type).make(orgId, { incident, update }))
           return incident
         })
 
@@ -242,11 +242,7 @@ export class Incidents extends Context.Service<Incidents, {
           const incident = yield* load(orgId, id)
           // Updates and monitor links go with it (ON DELETE CASCADE).
           yield* sql`DELETE FROM incidents WHERE id = ${id}`
-          yield* publish({
-            type: INCIDENT_EVENTS.deleted,
-            orgId,
-            data: { incident, update: null } satisfies IncidentEventData
-          })
+          yield* publish(incidentEvent(INCIDENT_EVENTS.deleted).make(orgId, { incident, update: null }))
         }))
       })
 

@@ -1,6 +1,6 @@
-import { Effect, Layer, Schema } from "effect"
+import { Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { IncidentEventData } from "../../schemas/Incidents.ts"
+import { matchIncidentEvent } from "../../schemas/Incidents.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
 import { decodeRows } from "../platform/Rows.ts"
@@ -70,12 +70,13 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
 
     const onIncident = (event: DomainEvent) =>
       Effect.gen(function*() {
-        const data = event.data as IncidentEventData
-        if (event.orgId === null || data.update === null) return
+        const data = Option.getOrUndefined(matchIncidentEvent(event))
+        if (event.orgId === null || data === undefined) return
+        const { incident, update } = data
+        if (update === null) return
         const [org] = yield* sql`
             SELECT slug, name FROM organizations WHERE id = ${event.orgId}`.pipe(decodeRows(StatusPage))
         if (org === undefined) return
-        const { incident, update } = data
         const to = yield* recipients({ ...event, orgId: event.orgId }, incident.affectedMonitors ?? [])
         const page = `${base}/status/${org.slug}`
         const label = statusLabel[update.status] ?? update.status
