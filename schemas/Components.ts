@@ -1,4 +1,5 @@
 import { Schema } from "effect"
+import { eventType } from "./Events.ts"
 
 /**
  * Status page components (GUIDE §6: the spec names them without endpoints): a named group
@@ -46,3 +47,9 @@ export type Component = typeof Component.Type
 
 export const ComponentList = Schema.Struct({ components: Schema.Array(Component), count: Schema.Int })
 export type ComponentList = typeof ComponentList.Type
+
+/** Published in the changing transaction, so live views can refresh the summary. */
+export const ComponentChangedEvent = eventType(
+  "component.changed",
+  Schema.Struct({ componentId: Schema.String, change: Schema.Literals(["created", "updated", "deleted"]) })
+)

@@ -190,3 +190,9 @@ const RefEventData = Schema.Struct({
 })
 export const CreateEvent = eventType("create", RefEventData)
 export const DeleteEvent = eventType("delete", RefEventData)
+
+/** A repository created, updated or deleted (published in the transaction of the change). */
+export const RepositoryChangedEvent = eventType(
+  "repository.changed",
+  Schema.Struct({ repoId: Schema.String, change: Schema.Literals(["created", "updated", "deleted"]) })
+)

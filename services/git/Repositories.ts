@@ -2,14 +2,15 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
-import type {
-  BranchList,
-  CreateRepository,
-  Repository,
-  RepositoryList,
-  TagList,
-  UpdateRepository,
-  Visibility
+import {
+  type BranchList,
+  type CreateRepository,
+  type Repository,
+  RepositoryChangedEvent,
+  type RepositoryList,
+  type TagList,
+  type UpdateRepository,
+  type Visibility
 } from "../../schemas/Repositories.ts"
 import type { Organization } from "../../schemas/Tenancy.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
@@ -55,9 +56,6 @@ const toRecord = (row: RepositoryRow): RepoRecord => ({
 export const ProtectedBranches = Context.Reference<
   (repoId: string, branches: ReadonlyArray<string>) => Effect.Effect<ReadonlySet<string>>
 >("canopy/git/ProtectedBranches", { defaultValue: () => () => Effect.succeed(new Set<string>()) })
-
-/** Repository change events, published in the transaction of the change. */
-export const REPOSITORY_CHANGED = "repository.changed"
 
 /**
  * Repositories of an organization (spec 001 "Repositories"). Every method is scoped by
@@ -114,8 +112,8 @@ export class Repositories extends Context.Service<Repositories, {
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(notFound(slug)) : Effect.succeed(rows[0]))
         )
 
-      const changed = (row: { id: string; org_id: string }, change: string) =>
-        publish({ type: REPOSITORY_CHANGED, orgId: row.org_id, data: { repoId: row.id, change } }).pipe(
+      const changed = (row: { id: string; org_id: string }, change: "created" | "updated" | "deleted") =>
+        publish(RepositoryChangedEvent.make(row.org_id, { repoId: row.id, change })).pipe(
           Effect.provideService(SqlClient.SqlClient, sql)
         )
 

@@ -1,5 +1,6 @@
 import { Cause, Context, Deferred, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import type { WebSocket } from "ws"
+import { ComponentChangedEvent } from "../../schemas/Components.ts"
 import type { PrivateLiveEventType, PublicLiveEventType } from "../../schemas/Live.ts"
 import type { StatusSummary as StatusSummaryData } from "../../schemas/Status.ts"
 import { type DomainEvent, Events } from "../platform/Events.ts"
@@ -41,7 +42,7 @@ const privateTypes: ReadonlySet<string> = new Set<PrivateLiveEventType>(["heartb
  * Events after which the organization's status summary is recomputed (and sent if it
  * changed): the public ones, plus monitors and components being added, changed or removed.
  */
-const statusTriggers: ReadonlySet<string> = new Set([...publicTypes, "monitor.changed", "component.changed"])
+const statusTriggers: ReadonlySet<string> = new Set([...publicTypes, "monitor.changed", ComponentChangedEvent.type])
 
 interface Client extends LiveConnection {
   readonly ws: WebSocket

@@ -1,7 +1,13 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { Component, ComponentList, CreateComponent, UpdateComponent } from "../../schemas/Components.ts"
+import {
+  type Component,
+  ComponentChangedEvent,
+  type ComponentList,
+  type CreateComponent,
+  type UpdateComponent
+} from "../../schemas/Components.ts"
 import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import { monitorValidationError } from "../../schemas/Monitoring.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
@@ -31,13 +37,6 @@ const toComponent = (row: ComponentRow): Component => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString()
 })
-
-/** Published in the changing transaction, so live views can refresh the summary. */
-export const COMPONENT_CHANGED = "component.changed"
-export interface ComponentChangedData {
-  readonly componentId: string
-  readonly change: "created" | "updated" | "deleted"
-}
 
 /**
  * Status page components of an organization (GUIDE §6). Every method is scoped by `orgId`;
@@ -85,8 +84,8 @@ export class Components extends Context.Service<Components, {
           if (issues.length > 0) return yield* monitorValidationError(issues)
         })
 
-      const changed = (componentId: string, orgId: string, change: ComponentChangedData["change"]) =>
-        publish({ type: COMPONENT_CHANGED, orgId, data: { componentId, change } satisfies ComponentChangedData })
+      const changed = (componentId: string, orgId: string, change: "created" | "updated" | "deleted") =>
+        publish(ComponentChangedEvent.make(orgId, { componentId, change }))
 
       /** One transaction; database failures are defects (500). */
       const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
