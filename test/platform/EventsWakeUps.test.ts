@@ -56,26 +56,33 @@ describe("Events wake-ups", () => {
       const paceMs = 400
       const runner = yield* startRunner(url, { minConsumerPassMs: paceMs })
       const batches: Array<ReadonlyArray<number>> = []
+      const batchTimes: Array<number> = []
       yield* runner.run(Effect.flatMap(Events, (events) =>
         events.consumeBatch(
           "paced",
-          (batch) => Effect.sync(() => batches.push(batch.map((event) => (event.data as { n: number }).n))),
+          (batch) =>
+            Effect.sync(() => {
+              batchTimes.push(performance.now())
+              batches.push(batch.map((event) => (event.data as { n: number }).n))
+            }),
           { from: "now" }
         )))
 
       const count = 30
-      const started = Date.now()
       // One commit (and one notification) per event, 15 ms apart.
       for (let n = 0; n < count; n++) {
         yield* runner.run(Effect.flatMap(Events, (events) => events.publish({ type: "burst", data: { n } })))
         yield* realSleep(15)
       }
-      const elapsed = Date.now() - started
       yield* waitUntil("every event consumed", () => batches.flat().length >= count)
 
       expect(batches.flat()).toEqual(Array.from({ length: count }, (_, n) => n))
-      // One pass per notification would be ~30 calls; paced passes are at least `paceMs` apart.
-      expect(batches.length).toBeLessThanOrEqual(Math.ceil(elapsed / paceMs) + 2)
+      // One pass per notification would be ~30 calls in about half a second. Passes start at
+      // least `paceMs` apart, so the batches fit that spacing over the span they took (one
+      // batch of slack: the handler runs a variable moment into its pass). A busy machine may
+      // take more passes (a held horizon hands a burst over in parts), never closer ones.
+      const span = batchTimes[batchTimes.length - 1] - batchTimes[0]
+      expect(batches.length).toBeLessThanOrEqual(Math.floor(span / paceMs) + 2)
     }))
 
   /** The stored cursor of consumer `name`, and the outbox's last event id. */
