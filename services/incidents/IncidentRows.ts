@@ -1,5 +1,6 @@
 import { Schema } from "effect"
 import { type Incident, IncidentSeverity, IncidentStatus, IncidentUpdate } from "../../schemas/Incidents.ts"
+import { Int8 } from "../platform/Rows.ts"
 
 /**
  * The shapes `Incidents` reads from the `incidents` table (with its timeline and monitor
@@ -22,7 +23,7 @@ export const IncidentRow = Schema.Struct({
 export type IncidentRow = typeof IncidentRow.Type
 
 /** An incident of a page, with the number of incidents matching the page's filter. */
-export const IncidentPageRow = Schema.Struct({ ...IncidentRow.fields, total: Schema.NumberFromString })
+export const IncidentPageRow = Schema.Struct({ ...IncidentRow.fields, total: Int8 })
 
 /** What a change needs of the incident it locked. */
 export const LockedIncident = Schema.Struct({ status: IncidentStatus, resolved_at: Schema.NullOr(Schema.Date) })

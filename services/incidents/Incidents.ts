@@ -76,7 +76,7 @@ export class Incidents extends Context.Service<Incidents, {
       const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
         sql`
           WITH page AS (
-            SELECT i.*, count(*) OVER ()::text AS total FROM incidents i
+            SELECT i.*, count(*) OVER () AS total FROM incidents i
             WHERE ${where}
             ORDER BY i.created_at DESC, i.seq DESC
             ${tail}

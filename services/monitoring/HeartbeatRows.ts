@@ -2,7 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { type Heartbeat, HeartbeatStatus } from "../../schemas/Monitoring.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
  * The `heartbeats` table: its row and every statement on it (the table's one owner). Each
@@ -91,8 +91,8 @@ export const heartbeatPage = (sql: SqlClient.SqlClient, range: Statement.Fragmen
 
 /** How many heartbeats a `heartbeatRange` holds. */
 export const countHeartbeats = (sql: SqlClient.SqlClient, range: Statement.Fragment) =>
-  sql`SELECT count(*)::text AS total FROM heartbeats WHERE ${range}`.pipe(
-    decodeRows(Schema.Struct({ total: Schema.NumberFromString })),
+  sql`SELECT count(*) AS total FROM heartbeats WHERE ${range}`.pipe(
+    decodeRows(Schema.Struct({ total: Int8 })),
     Effect.map((rows) => rows[0]?.total ?? 0)
   )
 
@@ -113,7 +113,7 @@ export const deleteHeartbeatsBefore = (sql: SqlClient.SqlClient, monitorIds: Rea
       WHERE monitor_id IN ${sql.in(monitorIds)} AND checked_at < ${cutoff.toISOString()}::timestamptz
       RETURNING 1
     )
-    SELECT count(*)::text AS n FROM gone`.pipe(
-    decodeRows(Schema.Struct({ n: Schema.NumberFromString })),
+    SELECT count(*) AS n FROM gone`.pipe(
+    decodeRows(Schema.Struct({ n: Int8 })),
     Effect.map((rows) => rows[0]?.n ?? 0)
   )

@@ -3,7 +3,7 @@ import { SqlClient, SqlSchema } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
 import type { MonitorStatus } from "../../schemas/Monitoring.ts"
-import { orDieOnSchema } from "../platform/Rows.ts"
+import { Int8, orDieOnSchema } from "../platform/Rows.ts"
 import {
   AlertSubject,
   CheckState,
@@ -64,18 +64,18 @@ const make = Effect.gen(function*() {
       limit: Schema.Int,
       offset: Schema.Int
     }),
-    Result: Schema.Struct({ ...MonitorRecord.fields, total: Schema.NumberFromString }),
+    Result: Schema.Struct({ ...MonitorRecord.fields, total: Int8 }),
     execute: ({ active, limit, offset, orgId }) =>
-      sql`SELECT ${records}, count(*) OVER ()::text AS total FROM monitors
+      sql`SELECT ${records}, count(*) OVER () AS total FROM monitors
         WHERE org_id = ${orgId} ${active === null ? sql.literal("") : sql`AND active = ${active}`}
         ORDER BY created_at DESC, id DESC LIMIT ${limit} OFFSET ${offset}`
   })
 
   const countOfOrg = SqlSchema.findOne({
     Request: Schema.Struct({ orgId: Schema.String, active: Schema.NullOr(Schema.Boolean) }),
-    Result: Schema.Struct({ total: Schema.NumberFromString }),
+    Result: Schema.Struct({ total: Int8 }),
     execute: ({ active, orgId }) =>
-      sql`SELECT count(*)::text AS total FROM monitors
+      sql`SELECT count(*) AS total FROM monitors
         WHERE org_id = ${orgId} ${active === null ? sql.literal("") : sql`AND active = ${active}`}`
   })
 

@@ -2,7 +2,7 @@ import { Clock, Context, Effect, Layer, Predicate, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LatencyDay, PerformanceStats } from "../../schemas/Performance.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import * as Sketch from "./LatencySketch.ts"
 
 /** A span as the ingest pipeline hands it over (spec "Span" plus its event's context). */
@@ -98,11 +98,11 @@ const StoredSketch = Schema.declare((input): input is Sketch.LatencySketch =>
   Predicate.isObject(input) && Object.values(input).every((count) => typeof count === "number")
 )
 
-/** A rollup row as statistics read it (the counters as text: they are `int8`). */
+/** A rollup row as statistics read it. */
 const RollupRow = Schema.Struct({
   day: Schema.String,
-  spans: Schema.NumberFromString,
-  errors: Schema.NumberFromString,
+  spans: Int8,
+  errors: Int8,
   duration: Schema.Number,
   sketch: Schema.fromJsonString(StoredSketch)
 })
@@ -277,7 +277,7 @@ export class Performance extends Context.Service<Performance, {
         // Rows travel whole and their sketches merge here: cheaper than expanding every
         // bucket in SQL (measured by bench/performance.ts).
         const rows = yield* sql`
-          SELECT ${day} AS day, span_count::text AS spans, error_count::text AS errors,
+          SELECT ${day} AS day, span_count AS spans, error_count AS errors,
             duration_sum AS duration, sketch::text AS sketch
           FROM (${rollups}) AS r`.pipe(decodeRows(RollupRow))
         const days = new Map<string, { spans: number; duration: number; sketch: Sketch.LatencySketch }>()

@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SourceMapRecord } from "../../schemas/SourceMaps.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
  * The records of uploaded source maps (`source_maps`; the maps themselves are in the
@@ -27,8 +27,8 @@ const toRecord = (row: SourceMapRow): SourceMapRecord => ({
 
 const MapName = Schema.Struct({ id: Schema.String, name: Schema.String })
 const Upserted = Schema.Struct({ ...SourceMapRow.fields, replaced: Schema.NullOr(Schema.String) })
-const PageRow = Schema.Struct({ ...SourceMapRow.fields, total: Schema.NumberFromString })
-const Total = Schema.Struct({ total: Schema.NumberFromString })
+const PageRow = Schema.Struct({ ...SourceMapRow.fields, total: Int8 })
+const Total = Schema.Struct({ total: Int8 })
 const Removed = Schema.Struct({ release: Schema.String, blob_key: Schema.String })
 
 /** The names and ids of the maps of one org × release. */
@@ -74,14 +74,14 @@ export const sourceMapPage = (
   Effect.gen(function*() {
     const release = query.release === undefined ? sql.literal("") : sql`AND release = ${query.release}`
     const rows = yield* sql`
-      SELECT id, release, name, size, created_at, count(*) OVER ()::text AS total
+      SELECT id, release, name, size, created_at, count(*) OVER () AS total
       FROM source_maps WHERE org_id = ${orgId} ${release}
       ORDER BY created_at DESC, id
       LIMIT ${query.limit} OFFSET ${query.offset}`.pipe(decodeRows(PageRow))
     let count = rows.length === 0 ? 0 : rows[0].total
     if (rows.length === 0 && query.offset > 0) {
       const [total] = yield* sql`
-        SELECT count(*)::text AS total FROM source_maps WHERE org_id = ${orgId} ${release}`.pipe(decodeRows(Total))
+        SELECT count(*) AS total FROM source_maps WHERE org_id = ${orgId} ${release}`.pipe(decodeRows(Total))
       count = total.total
     }
     return { sourceMaps: rows.map(toRecord), count }
