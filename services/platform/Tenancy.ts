@@ -15,6 +15,7 @@ import { OrgUpdatedEvent } from "../../schemas/Tenancy.ts"
 import { publish } from "./Events.ts"
 import { makeId } from "./Ids.ts"
 import { requestsPerMinute } from "./Plans.ts"
+import { orDieOnSchema } from "./Rows.ts"
 
 /** An `organizations` row as selected by `organizationColumns` (`project_id` is a bigint, read as text). */
 const OrganizationRow = Schema.Struct({
@@ -167,7 +168,7 @@ export class Tenancy extends Context.Service<Tenancy, {
       const addMember = Effect.fn("Tenancy.addMember")(function*(slug: string, input: AddMember) {
         const org = yield* findOrganization(slug)
         return yield* sql.withTransaction(Effect.gen(function*() {
-          const existing = yield* userByUsername(input.username).pipe(Effect.catchTag("SchemaError", Effect.die))
+          const existing = yield* orDieOnSchema(userByUsername(input.username))
           const user = Option.isSome(existing)
             ? existing.value
             : yield* sql`
