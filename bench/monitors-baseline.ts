@@ -60,7 +60,7 @@ const runBaselineChild = async () => {
 export const runBaseline = async (target: string, n: number, seconds: number, warmup: number): Promise<RunResult> => {
   const start = Date.now() + warmup * 1000
   const end = start + seconds * 1000
-  const child = spawn("node_modules/.bin/node", ["--import", "tsx", "bench/monitors-baseline.ts"], {
+  const child = spawn("node_modules/.bin/node", ["bench/monitors-baseline.ts"], {
     env: { ...process.env, MODE: "baseline", N: String(n), TARGET: target, START: String(start), END: String(end) },
     stdio: ["ignore", "pipe", "inherit"]
   })

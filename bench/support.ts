@@ -66,7 +66,7 @@ export const startProcess = async (
   /** Called once the process exists, before it is ready (e.g. to put it under a CPU quota). */
   onSpawn?: (pid: number) => void
 ) => {
-  const child = spawn("node_modules/.bin/node", [...serverNodeArgs, "--import", "tsx", entry], {
+  const child = spawn("node_modules/.bin/node", [...serverNodeArgs, entry], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   })

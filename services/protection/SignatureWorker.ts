@@ -1,7 +1,7 @@
 /**
  * Entry point of a signature verification worker (`SignatureWorkers.ts`): answers each
- * `{ id, items, armoredKeys }` with `{ id, verdicts }`. Loaded by Node itself (type
- * stripping), so it and `SignatureCheck.ts` use only erasable TypeScript.
+ * `{ id, items, armoredKeys }` with `{ id, verdicts }`. Node strips its types, as for the
+ * whole server.
  */
 import { parentPort } from "node:worker_threads"
 import { type SignedBytes, verifySignatures } from "./SignatureCheck.ts"

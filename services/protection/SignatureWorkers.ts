@@ -18,7 +18,7 @@ let nextId = 0
 export const signatureWorkerStats = { answered: 0 }
 
 const startWorker = (): PooledWorker => {
-  const worker = new Worker(new URL("./SignatureWorkerBoot.mjs", import.meta.url))
+  const worker = new Worker(new URL("./SignatureWorker.ts", import.meta.url))
   const pooled: PooledWorker = { worker, pending: new Map() }
   worker.on("message", (response: VerifyResponse) => {
     signatureWorkerStats.answered++

@@ -126,8 +126,7 @@ const finish = (response: HttpServerResponse.HttpServerResponse, url: string, st
 /**
  * The outermost middleware: request ids, body limits, the rate-limit headers, and the
  * error model everywhere (unknown route 404, bad JSON 400, 413, 415, 500 without traces).
- * It runs on every request: no generator, no named closures (tsx keeps names: one
- * `defineProperty` per closure made), the path only worked out when it is needed.
+ * It runs on every request: no generator, the path only worked out when it is needed.
  */
 export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
   HttpServerResponse.HttpServerResponse,
@@ -155,7 +154,6 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }
-    // Arguments, not an options object: tsx would name (and so `defineProperty`) its functions per request.
     return Effect.map(
       Effect.catchCause(effect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
       (response) => finish(response, url, state)

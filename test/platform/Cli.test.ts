@@ -5,10 +5,10 @@ import { adminToken, request, startApp } from "../support/app.ts"
 
 const cli = (baseUrl: string, args: ReadonlyArray<string>) =>
   Effect.callback<{ code: number; stdout: string; stderr: string }>((resume) => {
-    // node itself with the tsx loader: the tsx wrapper would start a second Node process.
+    // The project's Node runs the TypeScript itself (it strips the types), as `npm run cli` does.
     execFile(
       "node_modules/.bin/node",
-      ["--import", "tsx", "src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
+      ["src/cli.ts", "--url", baseUrl, "--token", adminToken, ...args],
       { timeout: 30_000 },
       (error, stdout, stderr) =>
         resume(Effect.succeed({ code: error ? (error.code as number) ?? 1 : 0, stdout, stderr }))

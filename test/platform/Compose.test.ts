@@ -231,7 +231,7 @@ describe("Dockerfile", () => {
   it("runs node itself as PID 1 on src/main.ts, like `npm start`", () => {
     const cmd = named("CMD")
     expect(cmd).toHaveLength(1)
-    expect(JSON.parse(cmd[0])).toEqual(["node", "--import", "tsx", "src/main.ts"])
+    expect(JSON.parse(cmd[0])).toEqual(["node", "src/main.ts"])
     const pkg = JSON.parse(read("package.json")) as { scripts: Record<string, string> }
     expect(pkg.scripts.start).toMatch(/src\/main\.ts/)
     expect(Fs.existsSync(Path.join(root, "src/main.ts"))).toBe(true)

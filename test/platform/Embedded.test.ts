@@ -47,7 +47,7 @@ describe("embedded mode", () => {
         const port = yield* Effect.promise(freePort)
         const second = yield* Effect.acquireRelease(
           Effect.sync(() =>
-            spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
+            spawn("node_modules/.bin/node", ["src/main.ts"], {
               env: { ...process.env, ...env, PORT: String(port), HOST: "127.0.0.1" },
               stdio: ["ignore", "pipe", "pipe"]
             })

@@ -11,9 +11,6 @@ declare module "vitest" {
   }
 }
 
-/** Left in the temp folder by tools, not by tests: tsx's compile cache (`tsx-<uid>`). */
-const toolCaches = /^tsx-\d+$/
-
 /** Room the run may take in memory: about a hundred small databases and their WAL (1.9 GB at most seen). */
 const memoryNeeded = 4 * 1024 ** 3
 
@@ -45,7 +42,7 @@ const privateTempFolder = () => {
   Fs.chmodSync(folder, 0o755)
   process.env.TMPDIR = folder
   return () => {
-    const left = Fs.readdirSync(folder).filter((name) => !toolCaches.test(name))
+    const left = Fs.readdirSync(folder)
     // What each left folder holds names the test that left it.
     const described = left.map((name) => {
       const path = Path.join(folder, name)

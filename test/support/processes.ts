@@ -47,8 +47,8 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
 
 const spawnRunner = async (databaseUrl: string, dataDir: string, env: Record<string, string> | undefined) => {
   const [port, runnerPort] = [await freePort(), await freePort()]
-  // Run node itself (not the tsx wrapper) so a kill reaches the runner, not a parent.
-  const child = spawn("node_modules/.bin/node", ["--import", "tsx", "src/main.ts"], {
+  // The project's Node runs the TypeScript itself (it strips the types), so a kill reaches the runner.
+  const child = spawn("node_modules/.bin/node", ["src/main.ts"], {
     env: {
       ...process.env,
       DATABASE_URL: databaseUrl,

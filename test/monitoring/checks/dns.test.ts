@@ -30,14 +30,15 @@ const dnsServer = Effect.acquireRelease(
           response.header.rcode = 3 // NXDOMAIN (Packet.RCODE is missing from dns2's types)
         } else {
           for (const record of records[question.type] ?? []) {
+            // dns2's `Resource` type wants a `toBuffer` its encoder does not use.
             response.answers.push(
-              <any> {
+              {
                 name: question.name,
                 type: question.type,
                 class: Packet.CLASS.IN,
                 ttl: 60,
                 ...record
-              }
+              } as any
             )
           }
         }
