@@ -2,9 +2,10 @@ import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient, SqlSchema } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { RateWindow } from "./RateWindow.ts"
+import { Int8, orDieOnSchema } from "./Rows.ts"
 
-/** A row as selected below (`window_start` is a bigint, read as text). */
-const StoredWindow = Schema.Struct({ start: Schema.FiniteFromString, used: Schema.Int })
+/** A row as selected below. */
+const StoredWindow = Schema.Struct({ start: Int8, used: Schema.Int })
 
 /**
  * The durable copy of each organization's request window (`org_rate_windows`): the
@@ -12,7 +13,7 @@ const StoredWindow = Schema.Struct({ start: Schema.FiniteFromString, used: Schem
  * host resumes the count after a failover. The one owner of that table's SQL.
  */
 export class RateWindows extends Context.Service<RateWindows, {
-  load(orgId: string): Effect.Effect<Option.Option<RateWindow>, SqlError | Schema.SchemaError>
+  load(orgId: string): Effect.Effect<Option.Option<RateWindow>, SqlError>
   save(orgId: string, window: RateWindow): Effect.Effect<void, SqlError>
 }>()("canopy/platform/RateWindows") {
   static readonly layer = Layer.effect(
@@ -22,10 +23,10 @@ export class RateWindows extends Context.Service<RateWindows, {
       const load = SqlSchema.findOneOption({
         Request: Schema.String,
         Result: StoredWindow,
-        execute: (orgId) => sql`SELECT window_start::text AS start, used FROM org_rate_windows WHERE org_id = ${orgId}`
+        execute: (orgId) => sql`SELECT window_start AS start, used FROM org_rate_windows WHERE org_id = ${orgId}`
       })
       return RateWindows.of({
-        load,
+        load: (orgId) => orDieOnSchema(load(orgId)),
         save: (orgId, { start, used }) =>
           sql`
             INSERT INTO org_rate_windows (org_id, window_start, used) VALUES (${orgId}, ${start}, ${used})
