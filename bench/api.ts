@@ -2,7 +2,7 @@
  * `npm run bench:api`: authenticated GET /api/v1/me through the whole stack (auth, the
  * organization's rate limiter, JSON) against the smallest Effect HTTP server answering the
  * same JSON (the framework's floor), the smallest authenticated HttpApi endpoint (the HttpApi
- * floor) and a bare node:http server, all driven by autocannon on loopback in the same run,
+ * floor), the same endpoint with no middleware at all, and a bare node:http server, all driven by autocannon on loopback in the same run,
  * taking turns in ROUNDS slices; then the limiter alone.
  * Env: DURATION (seconds per server, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
  */
@@ -63,6 +63,12 @@ const main = async () => {
     { PORT: String(httpApiPort), BODY: body, KEY: key },
     { url: `http://127.0.0.1:${httpApiPort}/`, headers }
   )
+  const openApiPort = await freePort()
+  const openApiFloor = await startProcess(
+    "bench/httpapi-floor-server.ts",
+    { PORT: String(openApiPort), BODY: body, SECURITY: "none" },
+    `http://127.0.0.1:${openApiPort}/`
+  )
   const barePort = await freePort()
   const bare = await startProcess(
     "bench/bare-server.ts",
@@ -74,6 +80,7 @@ const main = async () => {
     healthz: { url: `${base}/healthz`, headers: {}, pid: canopy.pid! },
     effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {}, pid: effectFloor.pid! },
     httpApiFloor: { url: `http://127.0.0.1:${httpApiPort}/`, headers, pid: httpApiFloor.pid! },
+    openApiFloor: { url: `http://127.0.0.1:${openApiPort}/`, headers: {}, pid: openApiFloor.pid! },
     bare: { url: `http://127.0.0.1:${barePort}/`, headers: {}, pid: bare.pid! }
   }
   for (const target of Object.values(targets)) await load(target.url, { ...target, seconds: 2, connections })
@@ -84,6 +91,7 @@ const main = async () => {
     healthz: [],
     effectFloor: [],
     httpApiFloor: [],
+    openApiFloor: [],
     bare: []
   }
   // Each server is one Node thread busy near 100% under this load, so its rate follows its CPU per request.
@@ -92,6 +100,7 @@ const main = async () => {
     healthz: { user: 0, system: 0 },
     effectFloor: { user: 0, system: 0 },
     httpApiFloor: { user: 0, system: 0 },
+    openApiFloor: { user: 0, system: 0 },
     bare: { user: 0, system: 0 }
   }
   for (let round = 0; round < rounds; round++) {
@@ -103,11 +112,12 @@ const main = async () => {
       cpu[name].system += after.system - before.system
     }
   }
-  await Promise.all([stop(canopy), stop(effectFloor), stop(httpApiFloor), stop(bare)])
+  await Promise.all([stop(canopy), stop(effectFloor), stop(httpApiFloor), stop(openApiFloor), stop(bare)])
   const canopyResult = combine(slices.canopy)
   const floorResult = combine(slices.healthz)
   const effectFloorResult = combine(slices.effectFloor)
   const httpApiFloorResult = combine(slices.httpApiFloor)
+  const openApiFloorResult = combine(slices.openApiFloor)
   const bareResult = combine(slices.bare)
 
   // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
@@ -162,6 +172,7 @@ const main = async () => {
       httpApiFloorResult,
       cpu.httpApiFloor
     ),
+    row("the same HttpApi endpoint with no middleware at all", openApiFloorResult, cpu.openApiFloor),
     row("bare node:http, same JSON", bareResult, cpu.bare)
   ])
   console.log(
@@ -173,6 +184,11 @@ const main = async () => {
     `throughput ratio HttpApi floor / Effect floor: ${
       (100 * httpApiFloorResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
     }% (the most any authenticated HttpApi endpoint reaches)`
+  )
+  console.log(
+    `throughput ratio HttpApi endpoint without middleware / Effect floor: ${
+      (100 * openApiFloorResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
+    }% (the most any HttpApi endpoint reaches)`
   )
   console.log(
     `throughput ratio canopy /me / HttpApi floor: ${

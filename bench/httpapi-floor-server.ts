@@ -17,10 +17,12 @@ import { createServer } from "node:http"
  * Canopy's /api/v1/me. One group, one endpoint, behind a bearer security middleware that only
  * compares the key with a constant and provides a principal: no hashing, no key lookup, no
  * rate limiter, no edge middleware. What any authenticated endpoint costs before Canopy's
- * own work, so /me against it is what Canopy adds.
+ * own work, so /me against it is what Canopy adds. With `SECURITY=none` the group has no
+ * middleware at all: what any HttpApi endpoint costs, authenticated or not.
  */
 const body = process.env.BODY ?? "{}"
 const key = process.env.KEY ?? ""
+const secured = process.env.SECURITY !== "none"
 
 class Principal extends Context.Service<Principal, { readonly key: string }>()("bench/Principal") {}
 
@@ -29,9 +31,12 @@ class Bearer extends HttpApiMiddleware.Service<Bearer, { provides: Principal }>(
   error: HttpApiError.Unauthorized
 }) {}
 
-const Api = HttpApi.make("floor").add(
-  HttpApiGroup.make("me").add(HttpApiEndpoint.get("me", "/", { success: Schema.String })).middleware(Bearer)
-)
+const MeGroup = HttpApiGroup.make("me").add(HttpApiEndpoint.get("me", "/", { success: Schema.String }))
+const Api = HttpApi.make("floor").add(MeGroup.middleware(Bearer))
+const OpenApi = HttpApi.make("floor").add(MeGroup)
+
+/** Made per request, as Canopy makes its own. */
+const answer = () => HttpServerResponse.text(body, { contentType: "application/json" })
 
 const BearerLive = Layer.succeed(Bearer)({
   bearer: (httpEffect, { credential }) =>
@@ -40,19 +45,18 @@ const BearerLive = Layer.succeed(Bearer)({
       : Effect.fail(new HttpApiError.Unauthorized())
 })
 
-const MeLive = HttpApiBuilder.group(
-  Api,
+const MeLive = HttpApiBuilder.group(Api, "me", (handlers) => handlers.handle("me", () => Effect.map(Principal, answer)))
+const OpenMeLive = HttpApiBuilder.group(
+  OpenApi,
   "me",
-  (handlers) =>
-    handlers.handle(
-      "me",
-      () => Effect.map(Principal, () => HttpServerResponse.text(body, { contentType: "application/json" }))
-    )
+  (handlers) => handlers.handle("me", () => Effect.sync(answer))
 )
 
-HttpRouter.serve(HttpApiBuilder.layer(Api).pipe(Layer.provide(MeLive), Layer.provide(BearerLive)), {
-  disableLogger: true
-}).pipe(
+const Routes = secured
+  ? HttpApiBuilder.layer(Api).pipe(Layer.provide(MeLive), Layer.provide(BearerLive))
+  : HttpApiBuilder.layer(OpenApi).pipe(Layer.provide(OpenMeLive))
+
+HttpRouter.serve(Routes, { disableLogger: true }).pipe(
   Layer.provide(NodeHttpServer.layer(createServer, { port: Number(process.env.PORT), host: "127.0.0.1" })),
   Layer.launch,
   NodeRuntime.runMain
