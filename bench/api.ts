@@ -63,11 +63,11 @@ const main = async () => {
     { PORT: String(httpApiPort), BODY: body, KEY: key },
     { url: `http://127.0.0.1:${httpApiPort}/`, headers }
   )
-  const openApiPort = await freePort()
-  const openApiFloor = await startProcess(
+  const unsecuredPort = await freePort()
+  const unsecuredFloor = await startProcess(
     "bench/httpapi-floor-server.ts",
-    { PORT: String(openApiPort), BODY: body, SECURITY: "none" },
-    `http://127.0.0.1:${openApiPort}/`
+    { PORT: String(unsecuredPort), BODY: body, SECURITY: "none" },
+    `http://127.0.0.1:${unsecuredPort}/`
   )
   const barePort = await freePort()
   const bare = await startProcess(
@@ -80,7 +80,7 @@ const main = async () => {
     healthz: { url: `${base}/healthz`, headers: {}, pid: canopy.pid! },
     effectFloor: { url: `http://127.0.0.1:${floorPort}/`, headers: {}, pid: effectFloor.pid! },
     httpApiFloor: { url: `http://127.0.0.1:${httpApiPort}/`, headers, pid: httpApiFloor.pid! },
-    openApiFloor: { url: `http://127.0.0.1:${openApiPort}/`, headers: {}, pid: openApiFloor.pid! },
+    unsecuredFloor: { url: `http://127.0.0.1:${unsecuredPort}/`, headers: {}, pid: unsecuredFloor.pid! },
     bare: { url: `http://127.0.0.1:${barePort}/`, headers: {}, pid: bare.pid! }
   }
   for (const target of Object.values(targets)) await load(target.url, { ...target, seconds: 2, connections })
@@ -91,7 +91,7 @@ const main = async () => {
     healthz: [],
     effectFloor: [],
     httpApiFloor: [],
-    openApiFloor: [],
+    unsecuredFloor: [],
     bare: []
   }
   // Each server is one Node thread busy near 100% under this load, so its rate follows its CPU per request.
@@ -100,7 +100,7 @@ const main = async () => {
     healthz: { user: 0, system: 0 },
     effectFloor: { user: 0, system: 0 },
     httpApiFloor: { user: 0, system: 0 },
-    openApiFloor: { user: 0, system: 0 },
+    unsecuredFloor: { user: 0, system: 0 },
     bare: { user: 0, system: 0 }
   }
   for (let round = 0; round < rounds; round++) {
@@ -112,12 +112,12 @@ const main = async () => {
       cpu[name].system += after.system - before.system
     }
   }
-  await Promise.all([stop(canopy), stop(effectFloor), stop(httpApiFloor), stop(openApiFloor), stop(bare)])
+  await Promise.all([stop(canopy), stop(effectFloor), stop(httpApiFloor), stop(unsecuredFloor), stop(bare)])
   const canopyResult = combine(slices.canopy)
   const floorResult = combine(slices.healthz)
   const effectFloorResult = combine(slices.effectFloor)
   const httpApiFloorResult = combine(slices.httpApiFloor)
-  const openApiFloorResult = combine(slices.openApiFloor)
+  const unsecuredFloorResult = combine(slices.unsecuredFloor)
   const bareResult = combine(slices.bare)
 
   // The limiter alone: RequestQuota.take against the organization entity on SQL storage.
@@ -172,7 +172,7 @@ const main = async () => {
       httpApiFloorResult,
       cpu.httpApiFloor
     ),
-    row("the same HttpApi endpoint with no middleware at all", openApiFloorResult, cpu.openApiFloor),
+    row("the same HttpApi endpoint with no middleware at all", unsecuredFloorResult, cpu.unsecuredFloor),
     row("bare node:http, same JSON", bareResult, cpu.bare)
   ])
   console.log(
@@ -187,7 +187,7 @@ const main = async () => {
   )
   console.log(
     `throughput ratio HttpApi endpoint without middleware / Effect floor: ${
-      (100 * openApiFloorResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
+      (100 * unsecuredFloorResult.requestsPerSecond / effectFloorResult.requestsPerSecond).toFixed(1)
     }% (the most any HttpApi endpoint reaches)`
   )
   console.log(

@@ -33,7 +33,7 @@ class Bearer extends HttpApiMiddleware.Service<Bearer, { provides: Principal }>(
 
 const MeGroup = HttpApiGroup.make("me").add(HttpApiEndpoint.get("me", "/", { success: Schema.String }))
 const Api = HttpApi.make("floor").add(MeGroup.middleware(Bearer))
-const OpenApi = HttpApi.make("floor").add(MeGroup)
+const UnsecuredApi = HttpApi.make("floor").add(MeGroup)
 
 /** Made per request, as Canopy makes its own. */
 const answer = () => HttpServerResponse.text(body, { contentType: "application/json" })
@@ -46,15 +46,15 @@ const BearerLive = Layer.succeed(Bearer)({
 })
 
 const MeLive = HttpApiBuilder.group(Api, "me", (handlers) => handlers.handle("me", () => Effect.map(Principal, answer)))
-const OpenMeLive = HttpApiBuilder.group(
-  OpenApi,
+const UnsecuredMeLive = HttpApiBuilder.group(
+  UnsecuredApi,
   "me",
   (handlers) => handlers.handle("me", () => Effect.sync(answer))
 )
 
 const Routes = secured
   ? HttpApiBuilder.layer(Api).pipe(Layer.provide(MeLive), Layer.provide(BearerLive))
-  : HttpApiBuilder.layer(OpenApi).pipe(Layer.provide(OpenMeLive))
+  : HttpApiBuilder.layer(UnsecuredApi).pipe(Layer.provide(UnsecuredMeLive))
 
 HttpRouter.serve(Routes, { disableLogger: true }).pipe(
   Layer.provide(NodeHttpServer.layer(createServer, { port: Number(process.env.PORT), host: "127.0.0.1" })),
