@@ -11,8 +11,8 @@ import { Effect, Layer, Redacted } from "effect"
 import { SingleRunner } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { Database } from "../services/platform/Database.ts"
-import { OrganizationEntityLayer } from "../src/entities/Organization.ts"
-import { RequestQuota } from "../src/http/RequestQuota.ts"
+import { RequestQuota } from "../services/ratelimits/RequestQuota.ts"
+import { OrganizationEntityLayer } from "../src/entities/ratelimits/OrganizationEntity.ts"
 import { cpuTicksSplit } from "./process-usage.ts"
 import {
   freePort,

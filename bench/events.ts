@@ -8,7 +8,7 @@
  * - `publish lock`: the previous design, a global transaction-level advisory lock taken
  *   before the insert and held until commit (reproduced here by taking it first);
  * - `horizon`: today's `publishAll`, no lock (readers order by transaction id below the
- *   xmin horizon, `services/platform/EventLog.ts`).
+ *   xmin horizon, `services/events/EventLog.ts`).
  *
  * A durable consumer (`consumeBatch`) runs on a third pool meanwhile and must have read
  * every committed event at the end, in `(tx, id)` order without a gap: the cursor
@@ -21,9 +21,9 @@ import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
+import { type DomainEvent, Events, publishAll } from "../services/events/Events.ts"
 import { Database } from "../services/platform/Database.ts"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { type DomainEvent, Events, publishAll } from "../services/platform/Events.ts"
 import { printTable } from "./support.ts"
 
 const env = (name: string, fallback: number) => {

@@ -16,7 +16,7 @@ const sharding = {
   shardLockExpiration: "8 seconds",
   runnerHealthCheckInterval: "2 seconds",
   entityMessagePollInterval: "1 second",
-  // Monitor entities (src/entities/MonitorEntity.ts) are resident only around their checks, but
+  // Monitor entities (src/entities/monitors/MonitorEntity.ts) are resident only around their checks, but
   // after a restart every overdue monitor is checked at once: the default cap of 10,000
   // resident entities would hold back (and delay) the rest of that burst.
   maxResidentEntities: "unbounded"

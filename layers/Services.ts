@@ -1,10 +1,10 @@
 import { Effect, Layer, Option, Redacted } from "effect"
 import * as Path from "node:path"
+import { Mailer } from "../services/mail/Mailer.ts"
 import type { AppConfigShape } from "../services/platform/AppConfig.ts"
-import { layerFolder } from "../services/platform/BlobStoreFolder.ts"
-import { layerS3 } from "../services/platform/BlobStoreS3.ts"
 import { Crypto, loadOrCreateMasterKey } from "../services/platform/Crypto.ts"
-import { Mailer } from "../services/platform/Mailer.ts"
+import { layerFolder } from "../services/storage/BlobStoreFolder.ts"
+import { layerS3 } from "../services/storage/BlobStoreS3.ts"
 
 /** Object storage: S3 when configured, else `DATA_DIR/blobs`. */
 export const BlobStoreLive = (config: AppConfigShape) =>

@@ -5,7 +5,7 @@ import { SqlClient } from "effect/sql"
  * Pull requests (spec 001 "Pull request", GUIDE §11): the requests, their reviews, review
  * requests, comments and suggestions, and the per-repository stale setting. The stale
  * timers are durable through `last_activity_at` and `stale_warned_at`: every runner
- * re-arms them from these columns at start (see src/entities/PullRequestAlarms.ts).
+ * re-arms them from these columns at start (see src/entities/pulls/PullRequestAlarms.ts).
  */
 export default Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient

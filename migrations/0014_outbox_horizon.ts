@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 
 /**
- * The outbox without a publish lock (see `services/platform/Events.ts`): every event carries
+ * The outbox without a publish lock (see `services/events/Events.ts`): every event carries
  * the top-level transaction id (xid8 as bigint) of the transaction that wrote it, readers
  * read in `(tx, id)` order only below the oldest transaction still running, and consumers
  * remember a `(tx, id)` cursor. Rows written before this migration keep `tx = 0` and the

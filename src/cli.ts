@@ -5,8 +5,8 @@ import { FetchHttpClient, HttpClient, HttpClientRequest } from "effect/http"
 import { HttpApiClient } from "effect/http-api"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
-import { allScopes } from "../schemas/Tenancy.ts"
-import { CanopyApi } from "./http/api/Api.ts"
+import { allScopes } from "../schemas/tenancy/Tenancy.ts"
+import { CanopyApi } from "./http/Api.ts"
 
 /**
  * `npm run cli`: the admin API from a terminal. It talks to a running Canopy (the

@@ -2,8 +2,8 @@ import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { AppLive } from "../layers/App.ts"
-import { loadOrCreateAdminToken } from "../services/platform/AdminToken.ts"
 import { appConfig } from "../services/platform/AppConfig.ts"
+import { loadOrCreateAdminToken } from "../services/tenancy/AdminToken.ts"
 
 /** `npm start`: everything embedded unless the environment says otherwise (README). */
 const main = Effect.gen(function*() {

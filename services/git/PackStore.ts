@@ -1,6 +1,6 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { BlobStore } from "../platform/BlobStore.ts"
+import { BlobStore } from "../storage/BlobStore.ts"
 import { insertPack, packSizes, removePacks } from "./PackRows.ts"
 import type { QuarantinedPack } from "./Quarantine.ts"
 import { fileStream, GitStorageError, packKey } from "./RepoCache.ts"

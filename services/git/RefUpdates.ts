@@ -6,8 +6,8 @@ import {
   isValidBranchName,
   PushEvent,
   type PushEventData
-} from "../../schemas/Repositories.ts"
-import { type NewDomainEvent, publishAll } from "../platform/Events.ts"
+} from "../../schemas/git/Repositories.ts"
+import { type NewDomainEvent, publishAll } from "../events/Events.ts"
 import { type GitCommandError, gitText } from "./GitProcess.ts"
 import { describeCommit, sharedWalk, type WalkedCommit } from "./NewCommits.ts"
 import { PackStore } from "./PackStore.ts"

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
-import { NotFound } from "../../schemas/Errors.ts"
-import type { Blob, CommitList, Tree } from "../../schemas/Repositories.ts"
+import type { Blob, CommitList, Tree } from "../../schemas/git/Repositories.ts"
+import { NotFound } from "../../schemas/platform/Errors.ts"
 import { gitText, runGit } from "./GitProcess.ts"
 import type { StoredRef } from "./RefRows.ts"
 import { GitStorageError, RepoCache } from "./RepoCache.ts"

@@ -1,7 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
-import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
 import {
   type BranchList,
   type CreateRepository,
@@ -11,12 +10,13 @@ import {
   type TagList,
   type UpdateRepository,
   type Visibility
-} from "../../schemas/Repositories.ts"
-import type { Organization } from "../../schemas/Tenancy.ts"
+} from "../../schemas/git/Repositories.ts"
+import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
+import type { Organization } from "../../schemas/tenancy/Tenancy.ts"
+import { publish } from "../events/Events.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
-import { isUniqueViolation } from "../platform/Tenancy.ts"
+import { isUniqueViolation } from "../tenancy/Tenancy.ts"
 import { branchRefs, tagRefs } from "./RefRows.ts"
 import {
   findLiveRepositories,

@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
-import { Visibility } from "../../schemas/Repositories.ts"
+import { Visibility } from "../../schemas/git/Repositories.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*

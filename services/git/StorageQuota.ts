@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Plan } from "../../schemas/Tenancy.ts"
+import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 const GiB = 1024 ** 3

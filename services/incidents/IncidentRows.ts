@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { type Incident, IncidentSeverity, IncidentStatus, IncidentUpdate } from "../../schemas/Incidents.ts"
+import { type Incident, IncidentSeverity, IncidentStatus, IncidentUpdate } from "../../schemas/incidents/Incidents.ts"
 import { Int8 } from "../platform/Rows.ts"
 
 /**

@@ -2,7 +2,6 @@ import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { Fragment } from "effect/sql/Statement"
-import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import {
   type AddIncidentUpdate,
   type CreateIncident,
@@ -16,10 +15,11 @@ import {
   type IncidentStatus,
   type IncidentUpdate,
   type UpdateIncident
-} from "../../schemas/Incidents.ts"
-import { type FieldIssue, monitorValidationError } from "../../schemas/Monitoring.ts"
-import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
-import { publish } from "../platform/Events.ts"
+} from "../../schemas/incidents/Incidents.ts"
+import { type FieldIssue, monitorValidationError } from "../../schemas/monitors/Monitors.ts"
+import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
+import { publish } from "../events/Events.ts"
+import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { ActiveIncidentRow, IncidentPageRow, LastChange, LockedIncident, toIncident } from "./IncidentRows.ts"

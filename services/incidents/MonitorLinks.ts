@@ -1,8 +1,8 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { FieldIssue } from "../../schemas/Monitoring.ts"
-import type { MonitorRepository } from "../monitoring/MonitorRepository.ts"
+import type { FieldIssue } from "../../schemas/monitors/Monitors.ts"
+import type { MonitorRepository } from "../monitors/MonitorRepository.ts"
 
 /**
  * The issues of a list of monitor ids that must all name monitors of `orgId` (incidents'

@@ -1,9 +1,9 @@
 import { Cause, Context, Deferred, Duration, Effect, Layer, Queue, Schedule, Stream } from "effect"
 import type { WebSocket } from "ws"
-import { ComponentChangedEvent } from "../../schemas/Components.ts"
-import type { PrivateLiveEventType, PublicLiveEventType } from "../../schemas/Live.ts"
-import type { StatusSummary as StatusSummaryData } from "../../schemas/Status.ts"
-import { type DomainEvent, Events } from "../platform/Events.ts"
+import type { PrivateLiveEventType, PublicLiveEventType } from "../../schemas/live/Live.ts"
+import { ComponentChangedEvent } from "../../schemas/status/Components.ts"
+import type { StatusSummary as StatusSummaryData } from "../../schemas/status/Status.ts"
+import { type DomainEvent, Events } from "../events/Events.ts"
 import { StatusSummary } from "../status/StatusSummary.ts"
 
 /**

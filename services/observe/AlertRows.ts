@@ -1,6 +1,6 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { Alert, SpikeEventData } from "../../schemas/Observe.ts"
+import type { Alert, SpikeEventData } from "../../schemas/observe/Observe.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /* The spike alerts (`observe_alerts`) and every statement on them (their one owner). */

@@ -1,6 +1,6 @@
 import { Context, Effect, Exit, Layer, Schema } from "effect"
 import * as SchemaIssue from "effect/SchemaIssue"
-import { MAX_BATCH, ObserveEvent } from "../../schemas/Observe.ts"
+import { MAX_BATCH, ObserveEvent } from "../../schemas/observe/Observe.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeEventFast, isoTimestampMillis } from "./FastEventDecoder.ts"

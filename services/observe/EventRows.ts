@@ -1,7 +1,7 @@
 import { PgTypes } from "@effect/sql-pg"
 import { Effect, Option, Predicate, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { StoredEvent } from "../../schemas/Observe.ts"
+import type { StoredEvent } from "../../schemas/observe/Observe.ts"
 import { pgArray } from "../platform/PgArrayParam.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { KeptEvent } from "./CommitPlan.ts"

@@ -1,5 +1,5 @@
-import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
-import type { ObserveEvent } from "../../schemas/Observe.ts"
+import { parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
+import type { ObserveEvent } from "../../schemas/observe/Observe.ts"
 
 /**
  * The ingest hot path's decoder: `ObserveEvent` checked by hand, about ten times cheaper
@@ -13,7 +13,7 @@ import type { ObserveEvent } from "../../schemas/Observe.ts"
  * words the 400. So the fast path cannot accept what the Schema refuses, and errors keep
  * their Schema messages. `FastEventDecoder.test.ts` compares both on many inputs.
  *
- * Keep the limits in step with `ObserveEvent` in schemas/Observe.ts.
+ * Keep the limits in step with `ObserveEvent` in schemas/observe/Observe.ts.
  */
 
 type Obj = Record<string, unknown>

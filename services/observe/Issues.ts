@@ -1,6 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { NotFound } from "../../schemas/Errors.ts"
 import {
   type Issue,
   type IssueStatus,
@@ -8,8 +7,9 @@ import {
   type ListIssuesQuery,
   type Release,
   type StoredEvent
-} from "../../schemas/Observe.ts"
-import { publish } from "../platform/Events.ts"
+} from "../../schemas/observe/Observe.ts"
+import { NotFound } from "../../schemas/platform/Errors.ts"
+import { publish } from "../events/Events.ts"
 import { countIssueEvents, findEvent, issueEvents } from "./EventRows.ts"
 import { findIssue, foldIssueCounters, listIssues, setIssueStatus, toIssue } from "./IssueRows.ts"
 import { findRelease, listReleases } from "./ReleaseRows.ts"

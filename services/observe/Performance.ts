@@ -1,7 +1,7 @@
 import { Clock, Context, Effect, Layer, Predicate, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type { LatencyDay, PerformanceStats } from "../../schemas/Performance.ts"
+import type { LatencyDay, PerformanceStats } from "../../schemas/observe/Performance.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 import * as Sketch from "./LatencySketch.ts"
 
@@ -275,7 +275,7 @@ export class Performance extends Context.Service<Performance, {
             AND NOT (bucket >= ${daysFrom}::timestamptz AND bucket < ${foldedTo}::timestamptz)`
         const day = sql.literal(`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD')`)
         // Rows travel whole and their sketches merge here: cheaper than expanding every
-        // bucket in SQL (measured by bench/performance.ts).
+        // bucket in SQL (measured by bench/observe-performance.ts).
         const rows = yield* sql`
           SELECT ${day} AS day, span_count AS spans, error_count AS errors,
             duration_sum AS duration, sketch::text AS sketch

@@ -1,6 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { Release } from "../../schemas/Observe.ts"
+import type { Release } from "../../schemas/observe/Observe.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 import type { ReleaseDelta } from "./CommitPlan.ts"
 

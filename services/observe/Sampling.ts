@@ -1,4 +1,4 @@
-import { windowLengthSeconds, windowStart } from "../platform/RateWindow.ts"
+import { windowLengthSeconds, windowStart } from "../ratelimits/RateWindow.ts"
 
 /**
  * Sampling above the plan's events per minute (GUIDE §5, §7), as pure arithmetic over one

@@ -1,6 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { SourceMapRecord } from "../../schemas/SourceMaps.ts"
+import type { SourceMapRecord } from "../../schemas/observe/SourceMaps.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*

@@ -1,15 +1,15 @@
 import { FlattenMap, TraceMap } from "@jridgewell/trace-mapping"
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { NotFound, ValidationError } from "../../schemas/Errors.ts"
 import {
   type ListSourceMapsQuery,
   SOURCE_MAP_LIMITS,
   type SourceMapList,
   type SourceMapRecord
-} from "../../schemas/SourceMaps.ts"
-import { BlobStore } from "../platform/BlobStore.ts"
+} from "../../schemas/observe/SourceMaps.ts"
+import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { makeId } from "../platform/Ids.ts"
+import { BlobStore } from "../storage/BlobStore.ts"
 import { deleteSourceMap, findSourceMap, mapNamesOfRelease, sourceMapPage, upsertSourceMap } from "./SourceMapRows.ts"
 import { type Frame, nameCandidates, normalizeMapName, symbolicateFrames } from "./Symbolication.ts"
 

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Role } from "../../schemas/Tenancy.ts"
+import { Role } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /** A user acting on a repository, with their role in its organization (`member` when none). */

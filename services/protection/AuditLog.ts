@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { AuditAction, type AuditEntry, type AuditList } from "../../schemas/Audit.ts"
+import { AuditAction, type AuditEntry, type AuditList } from "../../schemas/protection/Audit.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
 

@@ -1,11 +1,11 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/CommitStatuses.ts"
+import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/protection/CommitStatuses.ts"
+import { CommitStatusEvent, StatusState } from "../../schemas/protection/CommitStatuses.ts"
+import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
-import { publish } from "../platform/Events.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { CommitStatusEvent, StatusState } from "../pulls/BranchRules.ts"
 
 /** A reported status with its creator's username. */
 const StatusRow = Schema.Struct({

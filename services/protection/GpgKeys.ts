@@ -1,10 +1,10 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
-import type { CreateGpgKey, GpgKey, GpgKeyList } from "../../schemas/GpgKeys.ts"
+import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
+import type { CreateGpgKey, GpgKey, GpgKeyList } from "../../schemas/protection/GpgKeys.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../platform/Tenancy.ts"
+import { isUniqueViolation } from "../tenancy/Tenancy.ts"
 import { parsePublicKey } from "./SignatureCheck.ts"
 
 /** A stored key. */

@@ -1,5 +1,5 @@
-import type { ProtectionOption, RuleOptions } from "../../schemas/BranchProtection.ts"
-import type { Plan } from "../../schemas/Tenancy.ts"
+import type { ProtectionOption, RuleOptions } from "../../schemas/protection/BranchProtection.ts"
+import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
 
 /**
  * Which plan first includes each rule option (GUIDE §12): Free and Hobby the basics, Pro

@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import { NotFound } from "../../schemas/platform/Errors.ts"
 import {
   type CreateProtectionRule,
   type ProtectionOption,
@@ -8,10 +9,9 @@ import {
   RULE_DEFAULTS,
   type RuleOptions,
   type UpdateProtectionRule
-} from "../../schemas/BranchProtection.ts"
-import { NotFound } from "../../schemas/Errors.ts"
-import { Plan } from "../../schemas/Tenancy.ts"
-import { PlanRequired } from "../../schemas/Webhooks.ts"
+} from "../../schemas/protection/BranchProtection.ts"
+import { Plan } from "../../schemas/tenancy/Tenancy.ts"
+import { PlanRequired } from "../../schemas/webhooks/Webhooks.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"

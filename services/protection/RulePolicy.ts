@@ -1,5 +1,5 @@
 import picomatch from "picomatch"
-import type { ProtectionRule, RuleOptions } from "../../schemas/BranchProtection.ts"
+import type { ProtectionRule, RuleOptions } from "../../schemas/protection/BranchProtection.ts"
 import { type MergePolicy, NO_RULES } from "../pulls/BranchRules.ts"
 
 /** A rule as enforcement sees it: its id, pattern and the options the plan enforces. */

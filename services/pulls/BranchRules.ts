@@ -1,5 +1,5 @@
-import { Context, Effect, Schema } from "effect"
-import { eventType } from "../../schemas/Events.ts"
+import { Context, Effect } from "effect"
+import type { StatusState } from "../../schemas/protection/CommitStatuses.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 
 /**
@@ -7,10 +7,6 @@ import type { RepoRecord } from "../git/Repositories.ts"
  * (services/protection): the merge-check engine asks these questions, branch protection
  * answers them. The default answers "no rules", so pull requests work without protection.
  */
-
-/** A commit status state (GUIDE §12): only `success` lets a required context pass. */
-export const StatusState = Schema.Literals(["pending", "success", "failure", "error"])
-export type StatusState = typeof StatusState.Type
 
 /** What the rules matching a target branch ask of a merge, combined (the strictest value wins). */
 export interface MergePolicy {
@@ -84,20 +80,6 @@ export const BranchRules = Context.Reference<BranchRulesShape>("canopy/pulls/Bra
     recordBypass: () => Effect.void
   })
 })
-
-/**
- * Published (in the outbox) when a commit status is reported; the pull requests whose head
- * is `sha` re-evaluate their merge checks and auto-merge.
- */
-export const CommitStatusEvent = eventType(
-  "commit_status",
-  Schema.Struct({
-    repoId: Schema.String,
-    sha: Schema.String,
-    context: Schema.String,
-    state: StatusState
-  })
-)
 
 /**
  * Set (`Effect.provideService(MergeInProgress, true)`) around the `RefUpdates.apply` of a

@@ -1,5 +1,5 @@
 import { Context, Effect, Layer } from "effect"
-import { NotFound } from "../../schemas/Errors.ts"
+import { NotFound } from "../../schemas/platform/Errors.ts"
 import { gitText, runGit } from "../git/GitProcess.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"

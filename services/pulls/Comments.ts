@@ -1,13 +1,13 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { Conflict, ValidationError } from "../../schemas/Errors.ts"
+import { Conflict, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
   type Comment,
   type CommentList,
   type CreateComment,
   type Suggestion,
   Unprocessable
-} from "../../schemas/PullRequests.ts"
+} from "../../schemas/pulls/PullRequests.ts"
 import { gitText } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import { makeId } from "../platform/Ids.ts"

@@ -1,7 +1,8 @@
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import type { MergeCheck, MergeStrategy } from "../../schemas/PullRequests.ts"
-import type { MergePolicy, StatusState } from "./BranchRules.ts"
+import type { StatusState } from "../../schemas/protection/CommitStatuses.ts"
+import type { MergeCheck, MergeStrategy } from "../../schemas/pulls/PullRequests.ts"
+import type { MergePolicy } from "./BranchRules.ts"
 import { codeOwnerRequests, latestVerdicts } from "./ReviewRows.ts"
 
 /**

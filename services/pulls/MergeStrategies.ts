@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { MergeStrategy } from "../../schemas/PullRequests.ts"
+import type { MergeStrategy } from "../../schemas/pulls/PullRequests.ts"
 import { gitText } from "../git/GitProcess.ts"
 import {
   cherryPickTree,

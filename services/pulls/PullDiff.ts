@@ -1,5 +1,5 @@
 import { Effect } from "effect"
-import type { ChangedFile } from "../../schemas/PullRequests.ts"
+import type { ChangedFile } from "../../schemas/pulls/PullRequests.ts"
 import { gitText } from "../git/GitProcess.ts"
 import type { Objects } from "./MergeTree.ts"
 

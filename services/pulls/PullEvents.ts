@@ -1,8 +1,8 @@
 import { Clock, Effect } from "effect"
-import type { EventType } from "../../schemas/Events.ts"
-import { PullRequestReviewRequested } from "../../schemas/PullRequestEvents.ts"
+import type { EventType } from "../../schemas/events/Events.ts"
+import { PullRequestReviewRequested } from "../../schemas/pulls/PullRequestEvents.ts"
+import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
-import { publish } from "../platform/Events.ts"
 import { eventRepository, type PrRow, toEventPullRequest } from "./PullRequestRows.ts"
 
 /** Who acts on a pull request: the key's user and their role in the organization. */

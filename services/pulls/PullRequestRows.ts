@@ -1,14 +1,14 @@
 import { Effect, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
-import type { EventPullRequest } from "../../schemas/PullRequestEvents.ts"
+import type { EventPullRequest } from "../../schemas/pulls/PullRequestEvents.ts"
 import {
   AutoMerge,
   MergeableState,
   type Person,
   type PullRequest,
   PullRequestState
-} from "../../schemas/PullRequests.ts"
+} from "../../schemas/pulls/PullRequests.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { decodeRows } from "../platform/Rows.ts"
 

@@ -1,20 +1,20 @@
 import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
-import { PullRequestClosed, PullRequestOpened, PullRequestUpdated } from "../../schemas/PullRequestEvents.ts"
+import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
+import { PullRequestClosed, PullRequestOpened, PullRequestUpdated } from "../../schemas/pulls/PullRequestEvents.ts"
 import type {
   ChangedFiles,
   CreatePullRequest,
   PullRequest,
   PullRequestList,
   UpdatePullRequest
-} from "../../schemas/PullRequests.ts"
+} from "../../schemas/pulls/PullRequests.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../platform/Tenancy.ts"
+import { isUniqueViolation } from "../tenancy/Tenancy.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
 import {

@@ -1,7 +1,7 @@
 import { Array as Arr, Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
-import { ReviewState } from "../../schemas/PullRequests.ts"
+import { ReviewState } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /*

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { Conflict, NotFound } from "../../schemas/Errors.ts"
+import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { markSuggestionApplied } from "./CommentRows.ts"
 import { Comments } from "./Comments.ts"

@@ -1,5 +1,5 @@
 import { makeBadge } from "badge-maker"
-import type { BadgeStyle } from "../../schemas/Status.ts"
+import type { BadgeStyle } from "../../schemas/status/Status.ts"
 
 /**
  * The uptime badge (GUIDE §6), drawn by shields.io's own renderer (`badge-maker`): the

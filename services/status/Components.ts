@@ -1,18 +1,18 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
+import { monitorValidationError } from "../../schemas/monitors/Monitors.ts"
+import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
   type Component,
   ComponentChangedEvent,
   type ComponentList,
   type CreateComponent,
   type UpdateComponent
-} from "../../schemas/Components.ts"
-import { NotFound, ValidationError } from "../../schemas/Errors.ts"
-import { monitorValidationError } from "../../schemas/Monitoring.ts"
+} from "../../schemas/status/Components.ts"
+import { publish } from "../events/Events.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
-import { MonitorRepository } from "../monitoring/MonitorRepository.ts"
-import { publish } from "../platform/Events.ts"
+import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
 

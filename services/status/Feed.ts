@@ -1,4 +1,4 @@
-import type { Incident } from "../../schemas/Incidents.ts"
+import type { Incident } from "../../schemas/incidents/Incidents.ts"
 
 /**
  * The RSS 2.0 incident feed of a status page (spec "GET /api/v1/feed/{slug}", GUIDE §6):

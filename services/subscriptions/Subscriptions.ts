@@ -1,8 +1,12 @@
 import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import { SubscribeFailed, type SubscribeRequest, type SubscribeResult } from "../../schemas/Subscriptions.ts"
-import { renderMailHtml } from "../notifications/mailLayout.ts"
-import { enqueueMails } from "../notifications/MailOutbox.ts"
+import {
+  SubscribeFailed,
+  type SubscribeRequest,
+  type SubscribeResult
+} from "../../schemas/subscriptions/Subscriptions.ts"
+import { renderMailHtml } from "../mail/mailLayout.ts"
+import { enqueueMails } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"

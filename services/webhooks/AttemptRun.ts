@@ -1,6 +1,6 @@
 import { Clock, Effect } from "effect"
 import pkg from "../../package.json" with { type: "json" }
-import type { OutboundGuardShape } from "../platform/OutboundGuard.ts"
+import type { OutboundGuardShape } from "../outbound/OutboundGuard.ts"
 import type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./Deliveries.ts"
 import { LOG_BODY_BYTES, parseUrl, post, type SendAgents, type SendResult } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"

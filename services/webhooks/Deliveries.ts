@@ -1,8 +1,14 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { NotFound } from "../../schemas/Errors.ts"
-import type { Delivery, DeliveryAttempt, DeliveryDetail, DeliveryList, DeliveryStatus } from "../../schemas/Webhooks.ts"
+import { NotFound } from "../../schemas/platform/Errors.ts"
+import type {
+  Delivery,
+  DeliveryAttempt,
+  DeliveryDetail,
+  DeliveryList,
+  DeliveryStatus
+} from "../../schemas/webhooks/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
   type AttemptRecord,

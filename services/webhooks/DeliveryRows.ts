@@ -1,5 +1,5 @@
 import { Schema } from "effect"
-import { DeliveryStatus } from "../../schemas/Webhooks.ts"
+import { DeliveryStatus } from "../../schemas/webhooks/Webhooks.ts"
 import { Int8 } from "../platform/Rows.ts"
 
 /**

@@ -1,7 +1,7 @@
 import { PgTypes } from "@effect/sql-pg"
 import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
-import type { DeliveryStatus } from "../../schemas/Webhooks.ts"
+import type { DeliveryStatus } from "../../schemas/webhooks/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import { pgArray as column } from "../platform/PgArrayParam.ts"
 import { decodeRows } from "../platform/Rows.ts"

@@ -1,4 +1,4 @@
-import type { Plan } from "../../schemas/Tenancy.ts"
+import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
 
 /**
  * Per-plan webhook limits (spec 001 "Limits"; GUIDE §12: Hobby takes Free's code-hosting

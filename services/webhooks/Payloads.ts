@@ -1,10 +1,10 @@
 import { Option } from "effect"
-import { MonitorStatusEvent } from "../../schemas/Monitoring.ts"
-import { pullRequestEventTypes } from "../../schemas/PullRequestEvents.ts"
-import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/Repositories.ts"
-import { issueEventTypes } from "../../schemas/RepositoryIssues.ts"
-import { organizationEvents } from "../../schemas/Webhooks.ts"
-import type { DomainEvent } from "../platform/Events.ts"
+import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/git/Repositories.ts"
+import { issueEventTypes } from "../../schemas/issues/RepositoryIssues.ts"
+import { MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
+import { pullRequestEventTypes } from "../../schemas/pulls/PullRequestEvents.ts"
+import { organizationEvents } from "../../schemas/webhooks/Webhooks.ts"
+import type { DomainEvent } from "../events/Events.ts"
 
 /** The organization named in organization-webhook payloads. */
 export interface PayloadOrganization {

@@ -1,7 +1,7 @@
 import * as Http from "node:http"
 import * as Https from "node:https"
-import { describeNetworkError } from "../monitoring/checks/network.ts"
-import type { OutboundGuardShape, ResolvedAddress } from "../platform/OutboundGuard.ts"
+import { describeNetworkError } from "../monitors/checks/network.ts"
+import type { OutboundGuardShape, ResolvedAddress } from "../outbound/OutboundGuard.ts"
 
 /** Request and response bodies kept in the delivery log. */
 export const LOG_BODY_BYTES = 64 * 1024

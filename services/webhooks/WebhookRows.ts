@@ -1,6 +1,6 @@
 import { Schema } from "effect"
-import { Plan } from "../../schemas/Tenancy.ts"
-import { WebhookContentType } from "../../schemas/Webhooks.ts"
+import { Plan } from "../../schemas/tenancy/Tenancy.ts"
+import { WebhookContentType } from "../../schemas/webhooks/Webhooks.ts"
 import { Int8 } from "../platform/Rows.ts"
 
 /**

@@ -1,6 +1,6 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient, type Statement } from "effect/sql"
-import { Conflict, NotFound, ValidationError } from "../../schemas/Errors.ts"
+import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
   type CreateWebhook,
   PlanRequired,
@@ -10,7 +10,7 @@ import {
   type WebhookContentType,
   type WebhookList,
   webhookValidationError
-} from "../../schemas/Webhooks.ts"
+} from "../../schemas/webhooks/Webhooks.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"

@@ -1,5 +1,5 @@
 import { HttpApi } from "effect/http-api"
-import { CanopyApi } from "./api/Api.ts"
+import { CanopyApi } from "./Api.ts"
 
 interface RouteMethods {
   readonly pattern: RegExp

@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "effect/http"
-import type { ErrorCode, ErrorDetail } from "../../schemas/Errors.ts"
+import type { ErrorCode, ErrorDetail } from "../../schemas/platform/Errors.ts"
 
 /** The GUIDE §4 error body as a response, for the places that answer outside HttpApi. */
 export const errorResponse = (

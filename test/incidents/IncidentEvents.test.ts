@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Schema } from "effect"
-import { IncidentEventData } from "../../schemas/Incidents.ts"
+import { IncidentEventData } from "../../schemas/incidents/Incidents.ts"
 import { Incidents } from "../../services/incidents/Incidents.ts"
 import { call, insertMonitor, newOrg, TestApp, TestAppLive } from "../status/fixtures.ts"
 

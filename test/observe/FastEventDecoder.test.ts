@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Exit, Schema } from "effect"
-import { parseIsoTimestamp } from "../../schemas/Monitoring.ts"
-import { ObserveEvent } from "../../schemas/Observe.ts"
+import { parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
+import { ObserveEvent } from "../../schemas/observe/Observe.ts"
 import { decodeEventFast, isoTimestampMillis } from "../../services/observe/FastEventDecoder.ts"
 
 const decodeWithSchema = Schema.decodeUnknownExit(ObserveEvent)

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { dsnsFor } from "../../src/http/sentry/Dsn.ts"
-import { EnvelopeError, fromSentryItem, parseEnvelope } from "../../src/http/sentry/SentryProtocol.ts"
+import { dsnsFor } from "../../src/http/observe/Dsn.ts"
+import { EnvelopeError, fromSentryItem, parseEnvelope } from "../../src/http/observe/SentryProtocol.ts"
 
 const encode = (text: string) => new TextEncoder().encode(text)
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { RULE_DEFAULTS } from "../../schemas/BranchProtection.ts"
+import { RULE_DEFAULTS } from "../../schemas/protection/BranchProtection.ts"
 import { enforcedOptions, optionsBeyondPlan } from "../../services/protection/PlanGating.ts"
 import { bindingRules, branchMatches, mergePolicyOf } from "../../services/protection/RulePolicy.ts"
 

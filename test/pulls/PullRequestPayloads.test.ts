@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
-import { pullRequestEventTypes, PullRequestReviewSubmitted } from "../../schemas/PullRequestEvents.ts"
-import { CreateRepoWebhook } from "../../schemas/Webhooks.ts"
+import { pullRequestEventTypes, PullRequestReviewSubmitted } from "../../schemas/pulls/PullRequestEvents.ts"
+import { CreateRepoWebhook } from "../../schemas/webhooks/Webhooks.ts"
 import { sourceEventTypes, toWebhookEvent } from "../../services/webhooks/Payloads.ts"
 
 const base = {

@@ -1,12 +1,7 @@
 import { Context, Effect } from "effect"
+import type { StatusState } from "../../schemas/protection/CommitStatuses.ts"
 import type { RepoRecord } from "../../services/git/Repositories.ts"
-import {
-  BranchRules,
-  type BranchRulesShape,
-  type MergePolicy,
-  NO_RULES,
-  type StatusState
-} from "../../services/pulls/BranchRules.ts"
+import { BranchRules, type BranchRulesShape, type MergePolicy, NO_RULES } from "../../services/pulls/BranchRules.ts"
 
 /**
  * A `BranchRules` for tests: the policy of each repository (by its organization's slug; the

@@ -1,6 +1,6 @@
 import { expect, layer } from "@effect/vitest"
 import { Effect } from "effect"
-import { accountInterval } from "../../services/monitoring/Uptime.ts"
+import { accountInterval } from "../../services/monitors/Uptime.ts"
 import { badgeColor, formatUptime } from "../../services/status/Badge.ts"
 import { call, insertMonitor, newOrg, TestApp, TestAppLive } from "./fixtures.ts"
 import { findAll, parseXml, readBadge, textOf } from "./svg.ts"

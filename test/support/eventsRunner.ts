@@ -2,8 +2,8 @@ import { PgClient } from "@effect/sql-pg"
 import { Context, Effect, Exit, Layer, Redacted, Scope } from "effect"
 import type { Duration } from "effect"
 import { SqlClient } from "effect/sql"
+import { Events, type EventsOptions } from "../../services/events/Events.ts"
 import { Database } from "../../services/platform/Database.ts"
-import { Events, type EventsOptions } from "../../services/platform/Events.ts"
 
 /**
  * A "runner": its own PgClient pool and its own Events layer (listener + reader fibers)

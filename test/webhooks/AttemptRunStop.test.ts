@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { makeOutboundGuard } from "../../services/platform/OutboundGuard.ts"
+import { makeOutboundGuard } from "../../services/outbound/OutboundGuard.ts"
 import { type RunProgress, sendRun } from "../../services/webhooks/AttemptRun.ts"
 import type { AttemptRecord, ClaimedDelivery } from "../../services/webhooks/Deliveries.ts"
 import { makeSendAgents } from "../../services/webhooks/Sender.ts"

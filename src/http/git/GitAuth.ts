@@ -1,9 +1,9 @@
 import { Effect, Option } from "effect"
 import { type HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { ApiScope } from "../../../schemas/Tenancy.ts"
+import type { ApiScope } from "../../../schemas/tenancy/Tenancy.ts"
 import type { Pusher } from "../../../services/git/RefUpdates.ts"
 import { type RepoRecord, Repositories } from "../../../services/git/Repositories.ts"
-import { ApiKeys, type Principal } from "../../../services/platform/ApiKeys.ts"
+import { ApiKeys, type Principal } from "../../../services/tenancy/ApiKeys.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 
 /** A caller allowed to do what it asked on a repository. */
@@ -74,3 +74,11 @@ export const pusherOf = (principal: Principal | null): Pusher | null =>
     name: principal.user.name ?? principal.user.username,
     email: principal.user.email
   }
+
+/** Turns an auth refusal (a response) into the answer, everything else into a 500 via the edge. */
+export const refusalsAnswered = <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.catchIf(
+    effect,
+    (error): error is E & HttpServerResponse.HttpServerResponse => HttpServerResponse.isHttpServerResponse(error),
+    (response) => Effect.succeed(response)
+  )

@@ -5,10 +5,10 @@ import type { Readable } from "node:stream"
 import { createGunzip } from "node:zlib"
 import { ReceivePack, receivePackAdvertisement } from "../../../services/git/ReceivePack.ts"
 import { RepoCache } from "../../../services/git/RepoCache.ts"
+import { nudgeCompaction } from "../../../services/git/RepositoryProtocol.ts"
 import { UploadPack } from "../../../services/git/UploadPack.ts"
-import { nudgeCompaction } from "../../entities/Repository.ts"
 import { errorResponse } from "../ErrorResponse.ts"
-import { authorizeGit, pusherOf } from "./GitAuth.ts"
+import { authorizeGit, pusherOf, refusalsAnswered } from "./GitAuth.ts"
 import { LfsLockRoutes } from "./LfsLockRoutes.ts"
 import { LfsRoutes } from "./LfsRoutes.ts"
 
@@ -25,14 +25,6 @@ const noCache = {
 }
 
 const paramsOf = Effect.map(HttpRouter.params, (params) => ({ org: params.org ?? "", repo: params.repo ?? "" }))
-
-/** Turns an auth refusal (a response) into the answer, everything else into a 500 via the edge. */
-export const refusalsAnswered = <E, R>(effect: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.catchIf(
-    effect,
-    (error): error is E & HttpServerResponse.HttpServerResponse => HttpServerResponse.isHttpServerResponse(error),
-    (response) => Effect.succeed(response)
-  )
 
 const infoRefs = HttpRouter.add(
   "GET",

@@ -3,7 +3,7 @@ import { HttpRouter } from "effect/http"
 import { LfsError } from "../../../services/git/Lfs.ts"
 import { LfsLocks } from "../../../services/git/LfsLocks.ts"
 import { authorizeGit } from "./GitAuth.ts"
-import { answered, bodyAs, lfsJson, params } from "./LfsRoutes.ts"
+import { answered, bodyAs, lfsJson, params } from "./LfsResponses.ts"
 
 const Page = {
   cursor: Schema.optional(Schema.String),

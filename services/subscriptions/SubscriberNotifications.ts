@@ -1,0 +1,125 @@
+import { Effect, Layer, Option, Schema } from "effect"
+import { SqlClient } from "effect/sql"
+import { matchIncidentEvent } from "../../schemas/incidents/Incidents.ts"
+import { type DomainEvent, Events } from "../events/Events.ts"
+import { renderMailHtml } from "../mail/mailLayout.ts"
+import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
+import { AppConfig } from "../platform/AppConfig.ts"
+import { decodeRows } from "../platform/Rows.ts"
+import { SigningSecret } from "./SigningSecret.ts"
+import { unsubscribePayload } from "./Subscriptions.ts"
+
+/** A confirmed subscriber; `components` null means every component. */
+const Subscriber = Schema.Struct({
+  id: Schema.String,
+  email: Schema.String,
+  components: Schema.NullOr(Schema.Array(Schema.String))
+})
+
+const ComponentId = Schema.Struct({ id: Schema.String })
+
+/** The organization whose status page the mails link to. */
+const StatusPage = Schema.Struct({ slug: Schema.String, name: Schema.String })
+
+/**
+ * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
+ * reads `incident.created` / `incident.updated` / `incident.resolved` and, for every event
+ * that adds a timeline entry (creation, status change, resolution, posted update), enqueues
+ * one mail per confirmed subscriber in the same transaction as its cursor. Edits without a
+ * new entry (a title typo) send nothing. A subscriber with a component filter hears about
+ * incidents touching those components' monitors, and about incidents that name no monitor.
+ * Every mail carries its unsubscribe link (and RFC 8058 one-click headers).
+ */
+const statusLabel: Record<string, string> = {
+  investigating: "Investigating",
+  identified: "Identified",
+  monitoring: "Monitoring",
+  resolved: "Resolved"
+}
+
+export const SubscriberNotificationsLive = Layer.effectDiscard(
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const events = yield* Events
+    const signing = yield* SigningSecret
+    const base = (yield* AppConfig).baseUrl.replace(/\/$/, "")
+
+    /** Components that contain any of the monitors (the incident's affected ones). */
+    const componentsOf = (orgId: string, monitorIds: ReadonlyArray<string>) =>
+      Effect.map(
+        sql`
+            SELECT DISTINCT cm.component_id AS id FROM component_monitors cm JOIN components c ON c.id = cm.component_id
+            WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in(monitorIds)}`.pipe(decodeRows(ComponentId)),
+        (rows) => new Set(rows.map((row) => row.id))
+      )
+
+    /** Subscribers confirmed before the event (a late consumer must not widen the audience). */
+    const recipients = (event: DomainEvent & { orgId: string }, affectedMonitors: ReadonlyArray<string>) =>
+      Effect.gen(function*() {
+        const orgId = event.orgId
+        const subscribers = yield* sql`
+            SELECT id, email, components FROM subscribers
+            WHERE org_id = ${orgId} AND confirmed_at IS NOT NULL AND confirmed_at <= ${event.createdAt}`.pipe(
+          decodeRows(Subscriber)
+        )
+        const filtered = subscribers.some((s) => s.components !== null) && affectedMonitors.length > 0
+        if (!filtered) return subscribers
+        const affected = yield* componentsOf(orgId, affectedMonitors)
+        return subscribers.filter((s) => s.components === null || s.components.some((id) => affected.has(id)))
+      })
+
+    const onIncident = (event: DomainEvent) =>
+      Effect.gen(function*() {
+        const data = Option.getOrUndefined(matchIncidentEvent(event))
+        if (event.orgId === null || data === undefined) return
+        const { incident, update } = data
+        if (update === null) return
+        const [org] = yield* sql`
+            SELECT slug, name FROM organizations WHERE id = ${event.orgId}`.pipe(decodeRows(StatusPage))
+        if (org === undefined) return
+        const to = yield* recipients({ ...event, orgId: event.orgId }, incident.affectedMonitors ?? [])
+        const page = `${base}/status/${org.slug}`
+        const label = statusLabel[update.status] ?? update.status
+        const subject = `[${org.name}] ${label}: ${incident.title}`
+        const tokens = yield* Effect.forEach(to, (subscriber) => signing.sign(unsubscribePayload(subscriber.id)))
+        const mails = to.map((subscriber, index): OutboxMail => {
+          const unsubscribe = `${base}/api/v1/subscribe/unsubscribe?token=${encodeURIComponent(tokens[index])}`
+          return {
+            idempotencyKey: `incident:${event.id}:${subscriber.id}`,
+            to: subscriber.email,
+            subject,
+            text: [
+              `${incident.title}`,
+              `${label} (${incident.severity}) at ${update.createdAt}`,
+              "",
+              update.message,
+              "",
+              `Status page: ${page}`,
+              "",
+              `You receive this because you subscribed to ${org.name} status updates.`,
+              `Unsubscribe: ${unsubscribe}`
+            ].join("\n"),
+            html: renderMailHtml({
+              heading: incident.title,
+              accent: update.status === "resolved" ? "#16a34a" : incident.severity === "major" ? "#dc2626" : "#d97706",
+              paragraphs: [update.message],
+              facts: [["Status", label], ["Severity", incident.severity], ["Posted", update.createdAt]],
+              button: { label: "View the status page", url: page },
+              footer: { label: "Unsubscribe from these e-mails", url: unsubscribe }
+            }),
+            headers: {
+              "List-Unsubscribe": `<${unsubscribe}>`,
+              "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+              "X-Canopy-Event": event.type
+            }
+          }
+        })
+        yield* enqueueMails(mails)
+      })
+
+    yield* events.consume("notifications.subscribers", onIncident, {
+      types: ["incident.created", "incident.updated", "incident.resolved"],
+      from: "now"
+    })
+  })
+)
