@@ -1,4 +1,5 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
+import type { SqlError } from "effect/sql/SqlError"
 
 /*
  * Rows read from Postgres are decoded by a Schema before a service uses them, never cast:
@@ -35,3 +36,6 @@ export const decodeRows = <S extends Schema.Constraint & { readonly DecodingServ
 export const Int8 = Schema.BigInt.pipe(
   Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: Number, encode: BigInt }))
 )
+
+/** A statement refused by a unique constraint (a taken name): the caller's conflict, not a defect. */
+export const isUniqueViolation = (error: SqlError) => error.reason._tag === "UniqueViolation"

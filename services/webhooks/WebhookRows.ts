@@ -46,6 +46,3 @@ export const OutcomeRow = Schema.Struct({ org_id: Schema.String, just_disabled: 
 
 /** An organization's plan and how many webhooks one of its scopes has. */
 export const ScopeCountRow = Schema.Struct({ plan: Plan, count: Int8 })
-
-/** An owner's e-mail address (from tenancy's `memberships` and `users`). */
-export const OwnerEmailRow = Schema.Struct({ email: Schema.String })

@@ -15,12 +15,13 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { ownerEmails } from "../tenancy/Tenancy.ts"
+import { organizationPlanExpression } from "../tenancy/Tenancy.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {
   CountedWebhookRow,
   type DeliveryCounts,
   OutcomeRow,
-  OwnerEmailRow,
   ScopeCountRow,
   WebhookIdRow,
   WebhookRow
@@ -126,8 +127,8 @@ export class Webhooks extends Context.Service<Webhooks, {
           // Serialise creations in one scope so two at once cannot both pass the count.
           yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${scope.orgId}:${scope.repoId ?? ""}`}))`
           const [org] = yield* sql`
-            SELECT plan, (SELECT count(*) FROM webhooks WHERE ${inScope(scope)}) AS count
-            FROM organizations WHERE id = ${scope.orgId}`.pipe(decodeRows(ScopeCountRow))
+            SELECT ${organizationPlanExpression(sql, scope.orgId)} AS plan, count(*) AS count
+            FROM webhooks WHERE ${inScope(scope)}`.pipe(decodeRows(ScopeCountRow))
           const limit = webhooksPerScope[org.plan]
           if (org.count >= limit) {
             const requiredPlan = planAbove(org.plan)
@@ -273,14 +274,7 @@ export class Webhooks extends Context.Service<Webhooks, {
         if (disabled.length === 0 || !disabled[0].just_disabled) {
           return Option.none()
         }
-        // The owners come from tenancy's tables: read-only, for this one notice.
-        const owners = yield* sql`
-          SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-          WHERE m.org_id = ${disabled[0].org_id} AND m.role = 'owner' ORDER BY u.email`.pipe(
-          decodeRows(OwnerEmailRow),
-          Effect.orDie
-        )
-        return Option.some(owners.map((owner) => owner.email))
+        return Option.some(yield* ownerEmails(sql, disabled[0].org_id).pipe(Effect.orDie))
       })
 
       return Webhooks.of({
