@@ -1,4 +1,5 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
+import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 
 /*
@@ -39,3 +40,16 @@ export const Int8 = Schema.BigInt.pipe(
 
 /** A statement refused by a unique constraint (a taken name): the caller's conflict, not a defect. */
 export const isUniqueViolation = (error: SqlError) => error.reason._tag === "UniqueViolation"
+
+/**
+ * Runs `effect` in one transaction of `sql`, provided to it as the `SqlClient` (so the
+ * events it publishes commit with it); database failures are defects (500).
+ */
+export const inTransaction = <A, E>(
+  sql: SqlClient.SqlClient,
+  effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>
+): Effect.Effect<A, Exclude<E, SqlError>> =>
+  sql.withTransaction(effect).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.catchTag("SqlError", Effect.die)
+  ) as Effect.Effect<A, Exclude<E, SqlError>>
