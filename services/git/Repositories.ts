@@ -16,7 +16,7 @@ import type { Organization } from "../../schemas/tenancy/Tenancy.ts"
 import { publish } from "../events/Events.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { makeId } from "../platform/Ids.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { isUniqueViolation } from "../platform/Rows.ts"
 import { branchRefs, tagRefs } from "./RefRows.ts"
 import {
   findLiveRepositories,

@@ -3,24 +3,16 @@ import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { PullRequestClosed } from "../../schemas/pulls/PullRequestEvents.ts"
 import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../schemas/pulls/PullRequests.ts"
-import { Role } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import type { Actor } from "../tenancy/Actor.ts"
+import { actorInOrganization } from "../tenancy/Tenancy.ts"
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
-import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { publishPullRequestEvent } from "./PullEvents.ts"
 import { closeStale, isOpen, loadById, markStale, setAutoMerge } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 const DAY_MS = 86_400_000
-
-/** The user who enabled auto-merge, with their role in the organization (`member` when none). */
-const EnablerRow = Schema.Struct({
-  id: Schema.String,
-  username: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  email: Schema.String,
-  role: Role
-})
 
 /** A repository's stale setting. */
 const StaleSettingRow = Schema.Struct({ enabled: Schema.Boolean, warn: Schema.Int, close: Schema.Int })
@@ -74,15 +66,8 @@ export class Automation extends Context.Service<Automation, {
           Effect.andThen(pulls.render(pull.row.id).pipe(Effect.orDie))
         )
 
-      const actorById = (userId: string, orgId: string) =>
-        sql`
-          SELECT u.id, u.username, u.name, u.email, coalesce(m.role, 'member') AS role
-          FROM users u LEFT JOIN memberships m ON m.user_id = u.id AND m.org_id = ${orgId}
-          WHERE u.id = ${userId}`.pipe(
-          decodeRows(EnablerRow),
-          Effect.orDie,
-          Effect.map((rows) => rows.map((row): Actor => ({ ...row, name: row.name ?? row.username }))[0])
-        )
+      /** The user who enabled auto-merge, with their role in the organization now. */
+      const actorById = (userId: string, orgId: string) => actorInOrganization(sql, userId, orgId).pipe(Effect.orDie)
 
       /** Turns auto-merge off with a comment saying why. */
       const giveUp = (prId: string, headSha: string, reason: string) =>

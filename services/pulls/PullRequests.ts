@@ -14,9 +14,10 @@ import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { isUniqueViolation } from "../platform/Rows.ts"
+import type { Actor } from "../tenancy/Actor.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
-import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { publishPullRequestEvent } from "./PullEvents.ts"
 import {
   findPullRequests,
   insertPullRequest,

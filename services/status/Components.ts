@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { monitorValidationError } from "../../schemas/monitors/Monitors.ts"
 import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
@@ -14,7 +13,7 @@ import { publish } from "../events/Events.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
 import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, inTransaction } from "../platform/Rows.ts"
 
 /** A component row with its monitors (`json_agg`, in their order). */
 const ComponentRow = Schema.Struct({
@@ -87,30 +86,26 @@ export class Components extends Context.Service<Components, {
       const changed = (componentId: string, orgId: string, change: "created" | "updated" | "deleted") =>
         publish(ComponentChangedEvent.make(orgId, { componentId, change }))
 
-      /** One transaction; database failures are defects (500). */
-      const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
-        sql.withTransaction(effect).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.catchTag("SqlError", Effect.die)
-        ) as Effect.Effect<A, Exclude<E, SqlError>>
-
       const create = Effect.fn("Components.create")(function*(orgId: string, input: CreateComponent) {
         const at = yield* now
         const id = makeId("cmp")
-        return yield* inTransaction(Effect.gen(function*() {
-          yield* checkMonitors(orgId, input.monitorIds)
-          yield* sql`
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            yield* checkMonitors(orgId, input.monitorIds)
+            yield* sql`
             INSERT INTO components (id, org_id, name, description, position, created_at, updated_at)
             VALUES (${id}, ${orgId}, ${input.name}, ${input.description ?? null},
               ${
-            input.position ??
-              sql`(SELECT coalesce(max(position) + 1, 0) FROM components WHERE org_id = ${orgId})`
-          },
+              input.position ??
+                sql`(SELECT coalesce(max(position) + 1, 0) FROM components WHERE org_id = ${orgId})`
+            },
               ${at}::timestamptz, ${at}::timestamptz)`
-          yield* setMonitors(id, input.monitorIds ?? [])
-          yield* changed(id, orgId, "created")
-          return yield* Effect.orDie(load(orgId, id))
-        }))
+            yield* setMonitors(id, input.monitorIds ?? [])
+            yield* changed(id, orgId, "created")
+            return yield* Effect.orDie(load(orgId, id))
+          })
+        )
       })
 
       const list = Effect.fn("Components.list")(function*(orgId: string) {
@@ -124,31 +119,37 @@ export class Components extends Context.Service<Components, {
 
       const update = Effect.fn("Components.update")(function*(orgId: string, id: string, patch: UpdateComponent) {
         const at = yield* now
-        return yield* inTransaction(Effect.gen(function*() {
-          const rows = yield* sql`SELECT 1 FROM components WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`
-          if (rows.length === 0) return yield* notFound(id)
-          // An empty body changes nothing: no write, no event.
-          if (Object.values(patch).every((value) => value === undefined)) return yield* Effect.orDie(load(orgId, id))
-          yield* checkMonitors(orgId, patch.monitorIds)
-          yield* sql`
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const rows = yield* sql`SELECT 1 FROM components WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`
+            if (rows.length === 0) return yield* notFound(id)
+            // An empty body changes nothing: no write, no event.
+            if (Object.values(patch).every((value) => value === undefined)) return yield* Effect.orDie(load(orgId, id))
+            yield* checkMonitors(orgId, patch.monitorIds)
+            yield* sql`
             UPDATE components SET
               name = ${patch.name ?? sql`name`},
               description = ${patch.description !== undefined ? patch.description : sql`description`},
               position = ${patch.position ?? sql`position`},
               updated_at = ${at}::timestamptz
             WHERE id = ${id}`
-          if (patch.monitorIds !== undefined) yield* setMonitors(id, patch.monitorIds)
-          yield* changed(id, orgId, "updated")
-          return yield* Effect.orDie(load(orgId, id))
-        }))
+            if (patch.monitorIds !== undefined) yield* setMonitors(id, patch.monitorIds)
+            yield* changed(id, orgId, "updated")
+            return yield* Effect.orDie(load(orgId, id))
+          })
+        )
       })
 
       const remove = Effect.fn("Components.remove")(function*(orgId: string, id: string) {
-        yield* inTransaction(Effect.gen(function*() {
-          const rows = yield* sql`DELETE FROM components WHERE id = ${id} AND org_id = ${orgId} RETURNING id`
-          if (rows.length === 0) return yield* notFound(id)
-          yield* changed(id, orgId, "deleted")
-        }))
+        yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const rows = yield* sql`DELETE FROM components WHERE id = ${id} AND org_id = ${orgId} RETURNING id`
+            if (rows.length === 0) return yield* notFound(id)
+            yield* changed(id, orgId, "deleted")
+          })
+        )
       })
 
       return Components.of({ create, list, get, update, remove })

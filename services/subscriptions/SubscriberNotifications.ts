@@ -6,6 +6,7 @@ import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { organizationNameById } from "../tenancy/Tenancy.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 import { unsubscribePayload } from "./Subscriptions.ts"
 
@@ -17,9 +18,6 @@ const Subscriber = Schema.Struct({
 })
 
 const ComponentId = Schema.Struct({ id: Schema.String })
-
-/** The organization whose status page the mails link to. */
-const StatusPage = Schema.Struct({ slug: Schema.String, name: Schema.String })
 
 /**
  * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
@@ -74,8 +72,8 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
         if (event.orgId === null || data === undefined) return
         const { incident, update } = data
         if (update === null) return
-        const [org] = yield* sql`
-            SELECT slug, name FROM organizations WHERE id = ${event.orgId}`.pipe(decodeRows(StatusPage))
+        // The organization whose status page the mails link to.
+        const org = Option.getOrUndefined(yield* organizationNameById(sql, event.orgId))
         if (org === undefined) return
         const to = yield* recipients({ ...event, orgId: event.orgId }, incident.affectedMonitors ?? [])
         const page = `${base}/status/${org.slug}`

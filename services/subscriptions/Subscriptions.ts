@@ -11,6 +11,7 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { organizationNameBySlug } from "../tenancy/Tenancy.ts"
 import { Challenges } from "./Challenges.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 
@@ -39,9 +40,6 @@ const fail = (error: SubscribeFailed["error"], message: string) =>
 /** The status page a confirmation or unsubscribe link belongs to. */
 export const SubscriptionPage = Schema.Struct({ orgSlug: Schema.String, orgName: Schema.String })
 export type SubscriptionPage = typeof SubscriptionPage.Type
-
-/** The organization a subscribe request names (from `organizations`). */
-const Organization = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
 
 const ComponentId = Schema.Struct({ id: Schema.String })
 
@@ -92,11 +90,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           if (spent === "used") return yield* fail("challenge_used", "This challenge token was already used")
           if (spent === "invalid") return yield* fail("invalid_challenge", "The challenge token is not valid")
 
-          const [org] = yield* sql`
-            SELECT id, slug, name FROM organizations WHERE slug = ${request.orgSlug}`.pipe(
-            decodeRows(Organization),
-            Effect.orDie
-          )
+          const org = Option.getOrUndefined(yield* organizationNameBySlug(sql, request.orgSlug).pipe(Effect.orDie))
           if (org === undefined) return yield* fail("not_found", `No status page for '${request.orgSlug}'`)
           const components = request.components === undefined || request.components.length === 0
             ? null

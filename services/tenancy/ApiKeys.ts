@@ -18,7 +18,9 @@ import { Events, publish } from "../events/Events.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId, randomBase62 } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
+import { toOrganization } from "./OrganizationRows.ts"
+import { Tenancy } from "./Tenancy.ts"
+import { toUser } from "./UserRows.ts"
 
 /** Who is calling: the key, its organization and user, and what it may do. */
 export interface Principal {
