@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { Component, CreateComponent, UpdateComponent } from "../../schemas/status/Components.ts"
 import { decodeRows } from "../platform/Rows.ts"
@@ -41,6 +41,24 @@ export const selectComponents = (sql: SqlClient.SqlClient, orgId: string, id?: s
     FROM components c
     WHERE c.org_id = ${orgId} ${id === undefined ? sql.literal("") : sql`AND c.id = ${id}`}
     ORDER BY c.position, c.created_at, c.id`.pipe(decodeRows(ComponentRow))
+
+const IdRow = Schema.Struct({ id: Schema.String })
+
+/** Which of `componentIds` (not empty) are components of the organization. */
+export const ownedComponentIds = (sql: SqlClient.SqlClient, orgId: string, componentIds: ReadonlyArray<string>) =>
+  sql`SELECT id FROM components WHERE org_id = ${orgId} AND id IN ${sql.in([...componentIds])}`.pipe(
+    decodeRows(IdRow),
+    Effect.map((rows) => new Set(rows.map((row) => row.id)))
+  )
+
+/** The organization's components that contain any of `monitorIds` (not empty). */
+export const componentsWithMonitors = (sql: SqlClient.SqlClient, orgId: string, monitorIds: ReadonlyArray<string>) =>
+  sql`
+    SELECT DISTINCT cm.component_id AS id FROM component_monitors cm JOIN components c ON c.id = cm.component_id
+    WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in([...monitorIds])}`.pipe(
+    decodeRows(IdRow),
+    Effect.map((rows) => new Set(rows.map((row) => row.id)))
+  )
 
 /** Inserts a component, last when no `position` is given. */
 export const insertComponent = (

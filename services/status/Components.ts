@@ -23,6 +23,12 @@ import {
   updateComponent
 } from "./ComponentRows.ts"
 
+/*
+ * What other features (status page subscriptions) read of the components, each taking the
+ * caller's `SqlClient`: they write no SQL of their own on `components`.
+ */
+export { componentsWithMonitors, ownedComponentIds } from "./ComponentRows.ts"
+
 /**
  * Status page components of an organization (GUIDE §6). Every method is scoped by `orgId`;
  * another organization's component is a `NotFound`, and `monitorIds` must name monitors of
