@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { decodeRows } from "../platform/Rows.ts"
 
@@ -29,6 +29,15 @@ export const branchRefs = (sql: SqlClient.SqlClient, repoId: string) =>
 export const tagRefs = (sql: SqlClient.SqlClient, repoId: string) =>
   sql`SELECT name, sha, peeled FROM repo_refs WHERE repo_id = ${repoId} AND name LIKE 'refs/tags/%' ORDER BY name`
     .pipe(decodeRows(TagRef))
+
+const ShaRow = Schema.Struct({ sha: Schema.String })
+
+/** Where a branch points (none: no such branch). */
+export const branchSha = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
+  sql`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`.pipe(
+    decodeRows(ShaRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha))
+  )
 
 export const deleteRef = (sql: SqlClient.SqlClient, repoId: string, name: string) =>
   sql`DELETE FROM repo_refs WHERE repo_id = ${repoId} AND name = ${name}`

@@ -18,6 +18,9 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import { branchRefs, tagRefs } from "./RefRows.ts"
+
+/** Where a branch of a repository points, read in the caller's transaction (pull requests' heads). */
+export { branchSha } from "./RefRows.ts"
 import {
   findLiveRepositories,
   insertRepository,

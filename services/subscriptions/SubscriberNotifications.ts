@@ -6,6 +6,7 @@ import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { componentsWithMonitors } from "../status/Components.ts"
 import { organizationNameById } from "../tenancy/Tenancy.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 import { unsubscribePayload } from "./Subscriptions.ts"
@@ -16,8 +17,6 @@ const Subscriber = Schema.Struct({
   email: Schema.String,
   components: Schema.NullOr(Schema.Array(Schema.String))
 })
-
-const ComponentId = Schema.Struct({ id: Schema.String })
 
 /**
  * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
@@ -44,12 +43,7 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
 
     /** Components that contain any of the monitors (the incident's affected ones). */
     const componentsOf = (orgId: string, monitorIds: ReadonlyArray<string>) =>
-      Effect.map(
-        sql`
-            SELECT DISTINCT cm.component_id AS id FROM component_monitors cm JOIN components c ON c.id = cm.component_id
-            WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in(monitorIds)}`.pipe(decodeRows(ComponentId)),
-        (rows) => new Set(rows.map((row) => row.id))
-      )
+      componentsWithMonitors(sql, orgId, monitorIds)
 
     /** Subscribers confirmed before the event (a late consumer must not widen the audience). */
     const recipients = (event: DomainEvent & { orgId: string }, affectedMonitors: ReadonlyArray<string>) =>

@@ -1,5 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import type { CreateOrganization, Organization } from "../../schemas/tenancy/Tenancy.ts"
 import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { makeId } from "../platform/Ids.ts"
@@ -106,7 +107,8 @@ export const organizationPlan = (sql: SqlClient.SqlClient, id: string) =>
 /**
  * The organization's plan as an SQL expression, for a statement that needs it in the same
  * round trip (a push reads its rules and the plan at once): `SELECT …, ${planOf} AS plan`.
+ * `id` is the organization's id, or an SQL expression giving it (`sql\`w.org_id\``).
  * NULL when there is no such organization.
  */
-export const organizationPlanExpression = (sql: SqlClient.SqlClient, id: string) =>
+export const organizationPlanExpression = (sql: SqlClient.SqlClient, id: string | Statement.Fragment) =>
   sql`(SELECT plan FROM organizations WHERE id = ${id})`

@@ -5,6 +5,7 @@ import { DeliveryStatus } from "../../schemas/webhooks/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import { pgArray as column } from "../platform/PgArrayParam.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
+import { organizationPlanExpression } from "../tenancy/Tenancy.ts"
 
 /*
  * The `webhook_deliveries` log and its `webhook_attempts`: their rows (Schemas, column types
@@ -204,9 +205,9 @@ export const pruneDeliveries = (
   const plans = Object.entries(retentionDays).map(([plan, days]) => ({ plan, days }))
   return sql`
     WITH doomed AS (
-      DELETE FROM webhook_deliveries d USING webhooks w, organizations o,
+      DELETE FROM webhook_deliveries d USING webhooks w,
         jsonb_to_recordset(${JSON.stringify(plans)}::jsonb) AS r(plan text, days integer)
-      WHERE w.id = d.webhook_id AND o.id = w.org_id AND r.plan = o.plan
+      WHERE w.id = d.webhook_id AND r.plan = ${organizationPlanExpression(sql, sql`w.org_id`)}
         AND d.status <> 'pending'
         AND d.created_at < ${new Date(now).toISOString()}::timestamptz - make_interval(days => r.days)
       RETURNING 1
