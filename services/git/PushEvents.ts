@@ -8,8 +8,14 @@ import type { NewDomainEvent } from "../events/Events.ts"
 import { describeCommit } from "./NewCommits.ts"
 import { ZERO_SHA } from "./PktLine.ts"
 import type { PushCommits } from "./PushWalk.ts"
-import type { Pusher, RefCommand } from "./RefUpdates.ts"
 import type { RepoRecord } from "./Repositories.ts"
+
+/** A ref change as `RefUpdates` has it (`ZERO_SHA` as old: created; as new: deleted). */
+interface RefCommand {
+  readonly name: string
+  readonly oldSha: string
+  readonly newSha: string
+}
 
 /** Commits listed in one push event (GitHub lists 20; the rest are reachable by `after`). */
 const MAX_EVENT_COMMITS = 100
@@ -26,7 +32,7 @@ const listingRank = (repo: RepoRecord, name: string) =>
  */
 export const pushEvents = (
   repo: RepoRecord,
-  pusher: Pusher | null,
+  pusher: PushEventData["sender"],
   commands: ReadonlyArray<RefCommand>,
   walk: PushCommits | undefined
 ): ReadonlyArray<NewDomainEvent> => {
