@@ -1,7 +1,7 @@
 import { Layer } from "effect"
 import { Compaction } from "./Compaction.ts"
-import { Lfs } from "./Lfs.ts"
 import { GitWork } from "./GitWork.ts"
+import { Lfs } from "./Lfs.ts"
 import { LfsLocks } from "./LfsLocks.ts"
 import { PackStore } from "./PackStore.ts"
 import { ReceivePack } from "./ReceivePack.ts"

@@ -1,9 +1,4 @@
-import {
-  CreateEvent,
-  DeleteEvent,
-  PushEvent,
-  type PushEventData
-} from "../../schemas/git/Repositories.ts"
+import { CreateEvent, DeleteEvent, PushEvent, type PushEventData } from "../../schemas/git/Repositories.ts"
 import type { NewDomainEvent } from "../events/Events.ts"
 import { describeCommit } from "./NewCommits.ts"
 import { ZERO_SHA } from "./PktLine.ts"

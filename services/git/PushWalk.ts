@@ -1,7 +1,7 @@
 import { Effect } from "effect"
 import { type GitCommandError, gitText, runGit } from "./GitProcess.ts"
 import { HEAVY_NICE } from "./GitWork.ts"
-import { parseRecord, walkNewCommits, type WalkedCommit } from "./NewCommits.ts"
+import { parseRecord, type WalkedCommit, walkNewCommits } from "./NewCommits.ts"
 
 /**
  * Commits one push walk reads into memory. A push adding more (an import of a very large

@@ -1,7 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { request, startApp } from "../support/app.ts"
-import { commit, createRepo, gitClient, type GitClient } from "./gitClient.ts"
+import { commit, createRepo, type GitClient, gitClient } from "./gitClient.ts"
 
 class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/git/DefaultBranchApp") {}
 const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl })))

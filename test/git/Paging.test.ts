@@ -7,7 +7,10 @@ class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("
 const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl })))
 
 let counter = 0
-const newRepo = Effect.flatMap(TestApp, ({ baseUrl }) => createRepo(baseUrl, { slug: `paging-${process.pid}-${++counter}` }))
+const newRepo = Effect.flatMap(
+  TestApp,
+  ({ baseUrl }) => createRepo(baseUrl, { slug: `paging-${process.pid}-${++counter}` })
+)
 
 const get = (path: string, key: string) =>
   Effect.flatMap(TestApp, ({ baseUrl }) => request(`${baseUrl}/api/v1${path}`, { token: key }))
