@@ -34,6 +34,7 @@ const WARMUP = env("WARMUP", 30)
 const INGEST_REQUESTS = env("INGEST_REQUESTS", 200)
 const FREQUENCY = 60
 const adminToken = "adm_bench_isolation"
+const LOG_FILE = Path.join(Os.tmpdir(), "canopy-bench-git-isolation.log")
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms))
 
 /** Log lines of a control plane in trouble (effect/cluster's Sharding). */
@@ -65,6 +66,7 @@ const lateness = (url: string, from: number, to: number) =>
 
 const ingestBurst = async (baseUrl: string, key: string) => {
   let sent = 0
+  let failed = 0
   const one = async (r: number) => {
     const events = Array.from({ length: 100 }, (_, i) => ({
       message: `burst error ${r % 40} for id ${r * 100 + i}`,
@@ -77,19 +79,24 @@ const ingestBurst = async (baseUrl: string, key: string) => {
         stacktrace: { frames: [{ filename: "src/a.ts", lineno: r % 40 }] }
       }
     }))
-    const response = await fetch(`${baseUrl}/api/v1/observe/ingest`, {
+    // A request not answered within a minute counts as failed (and is reported), not as a hang of the benchmark.
+    const status = await fetch(`${baseUrl}/api/v1/observe/ingest`, {
       method: "POST",
       headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify({ events })
-    })
-    await response.arrayBuffer()
-    if (response.status === 202) sent += 100
+      body: JSON.stringify({ events }),
+      signal: AbortSignal.timeout(60_000)
+    }).then(async (response) => {
+      await response.arrayBuffer()
+      return response.status
+    }, () => 0)
+    if (status === 202) sent += 100
+    else failed++
   }
   // Four requests in flight: a burst, not a denial of service.
   for (let r = 0; r < INGEST_REQUESTS; r += 4) {
     await Promise.all([0, 1, 2, 3].filter((k) => r + k < INGEST_REQUESTS).map((k) => one(r + k)))
   }
-  return sent
+  return { sent, failed }
 }
 
 const main = async () => {
@@ -169,7 +176,7 @@ const main = async () => {
 
     const url = `http://git:${key}@127.0.0.1:${port}/heavy/history.git`
     const t0 = performance.now()
-    const [pushMs, ingested] = await Promise.all([
+    const [pushMs, { failed, sent: ingested }] = await Promise.all([
       (async () => {
         await run([
           "--git-dir",
@@ -190,7 +197,10 @@ const main = async () => {
       ingestBurst(baseUrl, key)
     ])
     const heavyMs = performance.now() - t0
-    console.error(`[bench] push ${pushMs.toFixed(0)} ms, push + clone + ${ingested} events ${heavyMs.toFixed(0)} ms`)
+    console.error(
+      `[bench] push ${pushMs.toFixed(0)} ms, push + clone + ${ingested} events ${heavyMs.toFixed(0)} ms` +
+        (failed > 0 ? `; ${failed} ingest requests failed or unanswered within 60 s` : "")
+    )
     await sleep(Math.max(0, end - Date.now()) + 12_000) // checks started before `end` finish (timeout 10 s)
 
     const rows = []
@@ -213,10 +223,14 @@ const main = async () => {
     console.log(
       `\nMonitor lateness beside one tenant's import (N=${N}, windows of ${WINDOW} s; history ${HISTORY.commits} ` +
         `commits, ${HISTORY.branches + 1} branches, ${HISTORY.tags} tags pushed in ${(pushMs / 1000).toFixed(1)} s; ` +
-        `${ingested} events ingested; load average ${loadAverage().toFixed(1)} on ${Os.availableParallelism()} cores)\n`
+        `${ingested} events ingested${failed > 0 ? ` (${failed} requests failed)` : ""}; load average ${
+          loadAverage().toFixed(1)
+        } on ${Os.availableParallelism()} cores)\n`
     )
     printTable(rows)
   } finally {
+    Fs.writeFileSync(LOG_FILE, log.map((l) => l.line).join("\n"))
+    console.error(`[bench] Canopy's log: ${LOG_FILE}`)
     await stop(canopy)
     await stop(target)
     await Effect.runPromise(Scope.close(scope, Exit.void))

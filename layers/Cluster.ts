@@ -25,7 +25,7 @@ const sharding = {
 } as const
 
 /**
- * The cluster's own Postgres connections (`CLUSTER_DB_CONNECTIONS`, default 6), apart from
+ * The cluster's own Postgres connections (`CLUSTER_DB_CONNECTIONS`, default 6; 0 shares the request pool), apart from
  * the request pool: shard-lock refreshes, runner health and entity messages never queue
  * behind tenant work holding every pooled connection (an import's hundreds of statements,
  * an ingest burst). Seen before: "Shard lock storage is unhealthy" and shards released and
@@ -37,6 +37,8 @@ export const CLUSTER_APPLICATION_NAME = "canopy-cluster"
 const ControlPlaneSql = Layer.unwrap(Effect.gen(function*() {
   const database = yield* Database
   const connections = yield* Config.Number("CLUSTER_DB_CONNECTIONS").pipe(Config.withDefault(6))
+  // 0: the request pool, as before (for comparison in benchmarks).
+  if (connections <= 0) return Layer.empty
   return PgClient.layer({
     url: database.url,
     maxConnections: Math.max(2, connections),
