@@ -32,5 +32,12 @@ export class GitWork extends Context.Service<GitWork, {
   )
 }
 
-/** The niceness of heavy git processes: below the server's own priority, so they yield the CPU to it. */
-export const HEAVY_NICE = 10
+/**
+ * The niceness of heavy git processes (`GIT_HEAVY_NICE`, default 10; 0 turns it off): below
+ * the server's own priority, so they yield the CPU to it. Read once at start (the git helpers
+ * that spawn them are plain functions, outside any layer).
+ */
+export const HEAVY_NICE = (() => {
+  const value = Number(process.env.GIT_HEAVY_NICE ?? 10)
+  return Number.isInteger(value) && value > 0 && value <= 19 ? value : undefined
+})()
