@@ -4,10 +4,11 @@ import { Monitors } from "../../../services/monitors/Monitors.ts"
 import type { DailyUptime } from "../../../services/monitors/Uptime.ts"
 import { Uptime } from "../../../services/monitors/Uptime.ts"
 import { PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
-import { StatusSummary } from "../../../services/status/StatusSummary.ts"
-import { Tenancy } from "../../../services/tenancy/Tenancy.ts"
+import { rendered, StatusCache } from "../../../services/status/StatusCache.ts"
+import { type PublicOrganization, StatusSummary } from "../../../services/status/StatusSummary.ts"
 import { clientIp } from "../Edge.ts"
 import { htmlResponse, messagePage } from "../html.ts"
+import { cachedResponse, SHORT_CACHE } from "./cachedResponse.ts"
 import { type PageRow, renderStatusPage, type UptimeDay } from "./renderStatusPage.ts"
 
 /**
@@ -53,18 +54,11 @@ const notFound = htmlResponse(
   404
 )
 
-export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) =>
+/** The page's HTML for an organization: summary, daily uptime rows and incidents. */
+const renderPage = (org: PublicOrganization) =>
   Effect.gen(function*() {
-    const limits = yield* PublicRateLimit
-    const decision = yield* limits.take("status", clientIp(request))
-    if (!decision.allowed) {
-      return htmlResponse(messagePage({ title: "Too many requests", message: "Try again in a minute." }), 429)
-    }
-    const { slug } = yield* HttpRouter.params
-    const org = yield* Effect.option((yield* Tenancy).findOrganization(slug ?? ""))
-    if (Option.isNone(org)) return notFound
     const statusSummary = yield* StatusSummary
-    const summary = yield* statusSummary.get(org.value.slug).pipe(Effect.orDie)
+    const summary = yield* statusSummary.forOrganization(org.id)
     const dates = dateRange(yield* Clock.currentTimeMillis)
 
     let rows: ReadonlyArray<PageRow>
@@ -81,7 +75,7 @@ export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) 
       }))
     } else {
       // No components defined: every active monitor is a row of its own.
-      const { monitors } = yield* (yield* Monitors).list(org.value.id, { active: true, limit: 100 })
+      const { monitors } = yield* (yield* Monitors).list(org.id, { active: true, limit: 100 })
       const daily = yield* uptime.daily(monitors.map((monitor) => monitor.id), DAYS)
       rows = monitors.map((monitor) => ({
         kind: "monitor",
@@ -92,15 +86,33 @@ export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) 
       }))
     }
 
-    const incidents = yield* statusSummary.incidents(org.value.id, PAST_INCIDENTS)
-    return htmlResponse(renderStatusPage({
-      slug: org.value.slug,
-      orgName: org.value.name,
-      summary,
-      rows,
-      activeIncidents: incidents.active,
-      pastIncidents: incidents.past
-    }))
+    const incidents = yield* statusSummary.incidents(org.id, PAST_INCIDENTS)
+    return rendered(
+      renderStatusPage({
+        slug: org.slug,
+        orgName: org.name,
+        summary,
+        rows,
+        activeIncidents: incidents.active,
+        pastIncidents: incidents.past
+      }),
+      "text/html; charset=utf-8"
+    )
+  })
+
+export const StatusPageRoute = HttpRouter.add("GET", "/status/:slug", (request) =>
+  Effect.gen(function*() {
+    const limits = yield* PublicRateLimit
+    const decision = yield* limits.take("status", clientIp(request))
+    if (!decision.allowed) {
+      return htmlResponse(messagePage({ title: "Too many requests", message: "Try again in a minute." }), 429)
+    }
+    const { slug } = yield* HttpRouter.params
+    const cache = yield* StatusCache
+    const org = yield* Effect.option(cache.organization(slug ?? ""))
+    if (Option.isNone(org)) return notFound
+    const entry = yield* cache.get(org.value.id, "page", renderPage(org.value))
+    return cachedResponse(request, entry, SHORT_CACHE, { "referrer-policy": "no-referrer" })
   }))
 
 export const StatusPages = Layer.mergeAll(StatusPageRoute)
