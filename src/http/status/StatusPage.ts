@@ -1,15 +1,15 @@
 import { Clock, Effect, Layer, Option } from "effect"
 import { HttpRouter } from "effect/http"
 import { Monitors } from "../../../services/monitors/Monitors.ts"
-import type { DailyUptime } from "../../../services/monitors/Uptime.ts"
 import { Uptime } from "../../../services/monitors/Uptime.ts"
 import { PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
 import { rendered, StatusCache } from "../../../services/status/StatusCache.ts"
 import { type PublicOrganization, StatusSummary } from "../../../services/status/StatusSummary.ts"
+import { dateRange, uptimeBars } from "../../../services/status/UptimeBars.ts"
 import { clientIp } from "../Edge.ts"
 import { htmlResponse, messagePage } from "../html.ts"
 import { cachedResponse, SHORT_CACHE } from "./cachedResponse.ts"
-import { type PageRow, renderStatusPage, type UptimeDay } from "./renderStatusPage.ts"
+import { type PageRow, renderStatusPage } from "./renderStatusPage.ts"
 
 /**
  * `GET /status/{slug}`: the public status page, rendered on the server from the status
@@ -17,37 +17,8 @@ import { type PageRow, renderStatusPage, type UptimeDay } from "./renderStatusPa
  * over the live stream. Limited per client IP like the status summary.
  */
 const DAYS = 90
-const PAST_INCIDENTS = 10
-const DAY_MS = 86_400_000
-
-/** The last `DAYS` UTC dates, oldest first. */
-const dateRange = (now: number): ReadonlyArray<string> =>
-  Array.from({ length: DAYS }, (_, i) => new Date(now - (DAYS - 1 - i) * DAY_MS).toISOString().slice(0, 10))
-
-/** Daily bars and the overall figure for a set of monitors (a component sums its monitors' time). */
-const uptimeOf = (
-  dates: ReadonlyArray<string>,
-  monitorIds: ReadonlyArray<string>,
-  daily: ReadonlyMap<string, ReadonlyArray<DailyUptime>>
-): { days: ReadonlyArray<UptimeDay>; uptime: number | null } => {
-  const byDate = new Map<string, { up: number; down: number }>()
-  for (const id of monitorIds) {
-    for (const day of daily.get(id) ?? []) {
-      const sum = byDate.get(day.date) ?? { up: 0, down: 0 }
-      byDate.set(day.date, { up: sum.up + day.upMs, down: sum.down + day.downMs })
-    }
-  }
-  let up = 0
-  let down = 0
-  const days = dates.map((date) => {
-    const sum = byDate.get(date)
-    if (sum === undefined || sum.up + sum.down === 0) return { date, uptime: null }
-    up += sum.up
-    down += sum.down
-    return { date, uptime: (sum.up / (sum.up + sum.down)) * 100 }
-  })
-  return { days, uptime: up + down === 0 ? null : (up / (up + down)) * 100 }
-}
+/** Resolved incidents read for the 90-day history (the newest first). */
+const PAST_INCIDENTS = 100
 
 const notFound = htmlResponse(
   messagePage({ title: "Status page not found", message: "There is no status page at this address." }),
@@ -59,7 +30,8 @@ const renderPage = (org: PublicOrganization) =>
   Effect.gen(function*() {
     const statusSummary = yield* StatusSummary
     const summary = yield* statusSummary.forOrganization(org.id)
-    const dates = dateRange(yield* Clock.currentTimeMillis)
+    const now = yield* Clock.currentTimeMillis
+    const dates = dateRange(now, DAYS)
 
     let rows: ReadonlyArray<PageRow>
     const uptime = yield* Uptime
@@ -71,7 +43,7 @@ const renderPage = (org: PublicOrganization) =>
         id: component.id,
         name: component.name,
         status: component.status,
-        ...uptimeOf(dates, component.monitors.map((monitor) => monitor.id), daily)
+        ...uptimeBars(dates, component.monitors.map((monitor) => monitor.id), daily, now, component.status)
       }))
     } else {
       // No components defined: every active monitor is a row of its own.
@@ -82,8 +54,19 @@ const renderPage = (org: PublicOrganization) =>
         id: monitor.id,
         name: monitor.name,
         status: monitor.status,
-        ...uptimeOf(dates, [monitor.id], daily)
+        ...uptimeBars(dates, [monitor.id], daily, now, monitor.status)
       }))
+    }
+
+    // What an incident card names: the components its monitors belong to, else the monitors.
+    const monitorNames = new Map<string, Array<string>>()
+    for (const row of summary.components) {
+      for (const monitor of row.monitors) {
+        monitorNames.set(monitor.id, [...(monitorNames.get(monitor.id) ?? []), row.name])
+      }
+    }
+    if (summary.components.length === 0) {
+      for (const row of rows) monitorNames.set(row.id, [row.name])
     }
 
     const incidents = yield* statusSummary.incidents(org.id, PAST_INCIDENTS)
@@ -94,7 +77,10 @@ const renderPage = (org: PublicOrganization) =>
         summary,
         rows,
         activeIncidents: incidents.active,
-        pastIncidents: incidents.past
+        pastIncidents: incidents.past,
+        monitorNames,
+        now,
+        historyDays: DAYS
       }),
       "text/html; charset=utf-8"
     )
