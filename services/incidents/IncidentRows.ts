@@ -17,6 +17,8 @@ export const IncidentRow = Schema.Struct({
   created_at: Schema.Date,
   updated_at: Schema.Date,
   resolved_at: Schema.NullOr(Schema.Date),
+  scheduled_for: Schema.NullOr(Schema.Date),
+  scheduled_until: Schema.NullOr(Schema.Date),
   updates: Schema.Array(IncidentUpdate),
   affected_monitors: Schema.Array(Schema.String)
 })
@@ -26,7 +28,13 @@ export type IncidentRow = typeof IncidentRow.Type
 export const IncidentPageRow = Schema.Struct({ ...IncidentRow.fields, total: Int8 })
 
 /** What a change needs of the incident it locked. */
-export const LockedIncident = Schema.Struct({ status: IncidentStatus, resolved_at: Schema.NullOr(Schema.Date) })
+export const LockedIncident = Schema.Struct({
+  status: IncidentStatus,
+  resolved_at: Schema.NullOr(Schema.Date),
+  severity: IncidentSeverity,
+  scheduled_for: Schema.NullOr(Schema.Date),
+  scheduled_until: Schema.NullOr(Schema.Date)
+})
 
 /** An unresolved incident, for the status summary. */
 export const ActiveIncidentRow = Schema.Struct({
@@ -47,5 +55,7 @@ export const toIncident = (row: IncidentRow): Incident => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
   resolvedAt: row.resolved_at?.toISOString() ?? null,
+  scheduledFor: row.scheduled_for?.toISOString() ?? null,
+  scheduledUntil: row.scheduled_until?.toISOString() ?? null,
   updates: row.updates
 })

@@ -16,7 +16,7 @@ import {
   type IncidentUpdate,
   type UpdateIncident
 } from "../../schemas/incidents/Incidents.ts"
-import { type FieldIssue, monitorValidationError } from "../../schemas/monitors/Monitors.ts"
+import { type FieldIssue, monitorValidationError, parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
 import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
 import { MonitorRepository } from "../monitors/MonitorRepository.ts"
@@ -46,6 +46,25 @@ export interface ActiveIncident {
  * Every change publishes `incident.created|updated|resolved` (`incident.deleted` on delete)
  * with `IncidentEventData` (the shared `incidentEvent` types), in the transaction that makes the change.
  */
+const toDate = (value: string | null | undefined) =>
+  value === null || value === undefined ? undefined : parseIsoTimestamp(value)
+
+/** A window needs a start, an end after it, and a `maintenance` incident. */
+const windowIssues = (
+  severity: string,
+  window: { readonly from: Date | undefined; readonly until: Date | undefined }
+): ReadonlyArray<FieldIssue> => {
+  if (window.from === undefined && window.until === undefined) return []
+  if (severity !== "maintenance") {
+    return [{ field: "scheduledFor", message: "only a maintenance incident has a scheduled window" }]
+  }
+  if (window.from === undefined) return [{ field: "scheduledFor", message: "is required with scheduledUntil" }]
+  if (window.until !== undefined && window.until.getTime() <= window.from.getTime()) {
+    return [{ field: "scheduledUntil", message: "must be after scheduledFor" }]
+  }
+  return []
+}
+
 export class Incidents extends Context.Service<Incidents, {
   create(orgId: string, input: CreateIncident): Effect.Effect<Incident, ValidationError>
   /** Newest first; `count` is the total matching `status`. */
@@ -82,6 +101,7 @@ export class Incidents extends Context.Service<Incidents, {
             ${tail}
           )
           SELECT p.id, p.title, p.description, p.status, p.severity, p.created_at, p.updated_at, p.resolved_at, p.total,
+            p.scheduled_for, p.scheduled_until,
             coalesce((
               SELECT json_agg(json_build_object(
                 'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso("u.created_at")}
@@ -140,13 +160,17 @@ export class Incidents extends Context.Service<Incidents, {
         const at = yield* now
         const id = makeId("inc")
         return yield* inTransaction(Effect.gen(function*() {
-          const issues = yield* checkMonitors(orgId, input.affectedMonitors)
+          const severity = input.severity ?? INCIDENT_DEFAULTS.severity
+          const window = { from: toDate(input.scheduledFor), until: toDate(input.scheduledUntil) }
+          const issues = [...(yield* checkMonitors(orgId, input.affectedMonitors)), ...windowIssues(severity, window)]
           if (issues.length > 0) return yield* monitorValidationError(issues)
           yield* sql`
-            INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at)
+            INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at,
+                                   scheduled_for, scheduled_until)
             VALUES (${id}, ${orgId}, ${input.title}, ${input.description ?? null}, ${status},
-                    ${input.severity ?? INCIDENT_DEFAULTS.severity}, ${at.toISOString()}::timestamptz,
-                    ${at.toISOString()}::timestamptz)`
+                    ${severity}, ${at.toISOString()}::timestamptz,
+                    ${at.toISOString()}::timestamptz, ${window.from?.toISOString() ?? null}::timestamptz,
+                    ${window.until?.toISOString() ?? null}::timestamptz)`
           yield* setMonitors(id, input.affectedMonitors ?? [])
           // GUIDE §6: the first entry says `message`, else the description, else the title.
           const first = input.message ?? (input.description?.trim() ? input.description : undefined) ?? input.title
@@ -173,7 +197,8 @@ export class Incidents extends Context.Service<Incidents, {
       /** Locks the incident row for the rest of the transaction; its current status and resolvedAt. */
       const lock = (orgId: string, id: string) =>
         Effect.flatMap(
-          sql`SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
+          sql`SELECT status, resolved_at, severity, scheduled_for, scheduled_until
+            FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
             decodeRows(LockedIncident)
           ),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(rows[0])
@@ -200,7 +225,18 @@ export class Incidents extends Context.Service<Incidents, {
           const current = yield* lock(orgId, id)
           // An empty body changes nothing: no write, no event.
           if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
-          const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
+          const window = {
+            from: patch.scheduledFor !== undefined ? toDate(patch.scheduledFor) : current.scheduled_for ?? undefined,
+            until: patch.scheduledUntil !== undefined
+              ? toDate(patch.scheduledUntil)
+              : current.scheduled_until ?? undefined
+          }
+          const windowChanged = patch.scheduledFor !== undefined || patch.scheduledUntil !== undefined ||
+            patch.severity !== undefined
+          const issues: Array<FieldIssue> = [
+            ...(yield* checkMonitors(orgId, patch.affectedMonitors)),
+            ...(windowChanged ? windowIssues(patch.severity ?? current.severity, window) : [])
+          ]
           const statusChanges = patch.status !== undefined && patch.status !== current.status
           if (statusChanges && patch.message === undefined) {
             issues.push({ field: "message", message: "is required with a status change" })
@@ -211,6 +247,8 @@ export class Incidents extends Context.Service<Incidents, {
               title = ${patch.title ?? sql`title`},
               description = ${patch.description !== undefined ? patch.description : sql`description`},
               severity = ${patch.severity ?? sql`severity`},
+              scheduled_for = ${window.from?.toISOString() ?? null}::timestamptz,
+              scheduled_until = ${window.until?.toISOString() ?? null}::timestamptz,
               updated_at = ${at.toISOString()}::timestamptz
             WHERE id = ${id}`
           if (patch.affectedMonitors !== undefined) yield* setMonitors(id, patch.affectedMonitors)

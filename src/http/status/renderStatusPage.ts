@@ -82,11 +82,11 @@ const subscribeForm = (slug: string) =>
   `<section class="card subscribe" id="subscribe" hidden>
 <h2>Get e-mail notifications</h2>
 <p class="muted">We will e-mail you when an incident is created, updated or resolved. You can unsubscribe at any time.</p>
-<form id="subscribe-form" data-slug="${escapeHtml(slug)}">
+<form id="subscribe-form" data-slug="${escapeHtml(slug)}" novalidate>
 <label for="subscribe-email">E-mail address</label>
 <div class="field-row"><input id="subscribe-email" name="email" type="email" required autocomplete="email" placeholder="you@example.com">
 <button type="submit" class="button">Subscribe</button></div>
-<altcha-widget challenge="/api/v1/subscribe/challenge" name="altcha" auto="onfocus"></altcha-widget>
+<altcha-widget challenge="/api/v1/subscribe/challenge" name="altcha"></altcha-widget>
 <p class="form-message" id="subscribe-message" role="status"></p>
 </form>
 </section>`

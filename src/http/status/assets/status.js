@@ -135,6 +135,7 @@
   var button = form.querySelector("button[type=submit]")
   var widget = form.querySelector("altcha-widget")
   var waitingForProof = false
+  var failures = 0
   function say(text, kind) {
     output.className = "form-message" + (kind ? " " + kind : "")
     output.textContent = text
@@ -145,11 +146,14 @@
       if (state !== "verifying" && state !== "verified") widget.verify()
     }
   }
+  // A token works once: one already sent (the widget may not have cleared it yet) is no proof.
+  var spent = {}
   function proofToken() {
     var input = form.querySelector("input[name=altcha]")
-    return input && input.value ? input.value : ""
+    return input && input.value && !spent[input.value] ? input.value : ""
   }
   function send(token) {
+    spent[token] = true
     waitingForProof = false
     button.disabled = true
     form.setAttribute("data-state", "sending")
@@ -178,12 +182,24 @@
       var state = event.detail && event.detail.state
       form.setAttribute("data-proof", state || "")
       if (state === "verified" && waitingForProof) {
-        var token = (event.detail && event.detail.payload) || proofToken()
+        var payload = event.detail && event.detail.payload
+        var token = payload && !spent[payload] ? payload : proofToken()
         if (token) send(token)
-      } else if ((state === "error" || state === "expired") && waitingForProof) {
-        waitingForProof = false
-        button.disabled = false
-        say("The check could not finish. Please try again.", "error")
+      } else if (state === "error" || state === "expired") {
+        // A failed or expired proof is started again; a waiting visitor is told only if that keeps failing.
+        failures = state === "error" ? failures + 1 : 0
+        if (failures <= 3) {
+          setTimeout(function() {
+            if (typeof widget.reset === "function") widget.reset()
+            startProof()
+          }, 200)
+        } else if (waitingForProof) {
+          waitingForProof = false
+          button.disabled = false
+          say("The check could not finish. Please try again.", "error")
+        }
+      } else if (state === "verified") {
+        failures = 0
       }
     })
   }
@@ -194,9 +210,14 @@
       startProof()
     }
   })
+  // Captured first, and kept from the widget's own submit handling: this script decides.
   form.addEventListener("submit", function(event) {
     event.preventDefault()
-    if (!form.reportValidity()) return
+    event.stopImmediatePropagation()
+    if (waitingForProof || button.disabled) return
+    // The form is `novalidate`: the widget's own required checkbox must not swallow the click.
+    if (!form.email.reportValidity()) return
+    failures = 0
     var token = proofToken()
     if (token) return send(token)
     waitingForProof = true
@@ -204,5 +225,5 @@
     form.setAttribute("data-state", "verifying")
     say("Verifying you are not a robot… your subscription is sent as soon as this is done.", "pending")
     startProof()
-  })
+  }, true)
 })()
