@@ -110,6 +110,7 @@ export const renderStatusPage = (model: StatusPageModel): string => {
     head: `<link rel="alternate" type="application/rss+xml" title="${
       escapeHtml(model.orgName)
     } incidents" href="/api/v1/feed/${escapeHtml(model.slug)}">
+<link rel="icon" href="/status-assets/favicon.svg" type="image/svg+xml">
 <script type="module" src="/status-assets/altcha.js"></script>
 <script type="application/json" id="status-labels">${
       // `<` escaped so no label can close the script element.
