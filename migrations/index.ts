@@ -17,7 +17,7 @@ import webhookLogLean from "./0017_webhook_log_lean.ts"
 import observeHotCounters from "./0018_observe_hot_counters.ts"
 import webhookQueue from "./0019_webhook_queue.ts"
 import observeIssuePending from "./0020_observe_issue_pending.ts"
-import statusMaintenanceLogo from "./0080_status_maintenance_logo.ts"
+import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -40,5 +40,5 @@ export const migrations = {
   "0018_observe_hot_counters": observeHotCounters,
   "0019_webhook_queue": webhookQueue,
   "0020_observe_issue_pending": observeIssuePending,
-  "0080_status_maintenance_logo": statusMaintenanceLogo
+  "0080_incident_maintenance_window": incidentMaintenanceWindow
 }

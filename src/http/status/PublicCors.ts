@@ -13,7 +13,6 @@ const publicPaths: ReadonlyArray<RegExp> = [
   /^\/api\/v1\/feed\/[^/]+\/?$/,
   /^\/api\/v1\/badge\/[^/]+\/[^/]+\/?$/,
   /^\/status\/[^/]+\/?$/,
-  /^\/status\/[^/]+\/logo$/,
   /^\/api\/v1\/subscribe(\/challenge)?\/?$/
 ]
 

@@ -36,8 +36,6 @@ export interface StatusPageModel {
   /** Render time (epoch ms): places maintenance windows and the history. Default: now. */
   readonly now?: number | undefined
   readonly historyDays?: number | undefined
-  /** The organization's logo, served by Canopy at this path, if it has one. */
-  readonly logoPath?: string | undefined
 }
 
 export const overallText: Record<OverallStatus, string> = {
@@ -120,11 +118,9 @@ export const renderStatusPage = (model: StatusPageModel): string => {
       )}</script>
 <script defer src="/status-assets/status.js"></script>`,
     body: `<header class="masthead"><div class="container masthead-inner">
-<a class="brand" href="/status/${escapeHtml(model.slug)}">${
-      model.logoPath === undefined
-        ? `<span class="logo">${escapeHtml(model.orgName.slice(0, 1).toUpperCase())}</span>`
-        : `<img class="logo-image" src="${escapeHtml(model.logoPath)}" alt="" width="32" height="32">`
-    }${escapeHtml(model.orgName)}</a>
+<a class="brand" href="/status/${escapeHtml(model.slug)}"><span class="logo">${
+      escapeHtml(model.orgName.slice(0, 1).toUpperCase())
+    }</span>${escapeHtml(model.orgName)}</a>
 <button class="button subscribe-toggle" type="button" aria-controls="subscribe">Subscribe to updates</button>
 </div></header>
 <main class="container" data-slug="${escapeHtml(model.slug)}">
