@@ -54,8 +54,10 @@ export interface StatusCacheOptions {
   readonly freshMs?: number | undefined
   /** How long past that a stale entry may still be served while it refreshes (default 60 s). */
   readonly staleMs?: number | undefined
-  /** Entries kept at most (default 20,000): the oldest organization's are dropped first. */
+  /** Organizations kept at most (default 20,000): the oldest organization's entries are dropped first. */
   readonly maxOrganizations?: number | undefined
+  /** Rendered bytes kept at most (default 64 MiB): the oldest organizations' entries are dropped first. */
+  readonly maxBytes?: number | undefined
 }
 
 const MAX_KEYS_PER_ORG = 500
@@ -89,6 +91,28 @@ export class StatusCache extends Context.Service<StatusCache, {
         const freshMs = options.freshMs ?? 5_000
         const staleMs = options.staleMs ?? 60_000
         const maxOrganizations = options.maxOrganizations ?? 20_000
+        const maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+        /** Bytes held per organization and key, and in all. */
+        const sizes = new Map<string, Map<string, number>>()
+        let totalBytes = 0
+        const forgetOrg = (orgId: string) => {
+          for (const size of sizes.get(orgId)?.values() ?? []) totalBytes -= size
+          sizes.delete(orgId)
+          byOrg.delete(orgId)
+        }
+        const forgetKey = (orgId: string, key: string) => {
+          const orgSizes = sizes.get(orgId)
+          totalBytes -= orgSizes?.get(key) ?? 0
+          orgSizes?.delete(key)
+        }
+        const account = (orgId: string, key: string, bytes: number) => {
+          if (!byOrg.has(orgId)) return
+          let orgSizes = sizes.get(orgId)
+          if (orgSizes === undefined) sizes.set(orgId, orgSizes = new Map())
+          totalBytes += bytes - (orgSizes.get(key) ?? 0)
+          orgSizes.set(key, bytes)
+          while (totalBytes > maxBytes && byOrg.size > 1) forgetOrg(byOrg.keys().next().value!)
+        }
 
         const byOrg = new Map<string, Map<string, Entry<unknown>>>()
         const generations = new Map<string, number>()
@@ -96,11 +120,13 @@ export class StatusCache extends Context.Service<StatusCache, {
 
         const invalidateNow = (orgId: string) => {
           generations.set(orgId, (generations.get(orgId) ?? 0) + 1)
-          byOrg.delete(orgId)
+          forgetOrg(orgId)
         }
         const clearAll = () => {
           for (const orgId of byOrg.keys()) generations.set(orgId, (generations.get(orgId) ?? 0) + 1)
           byOrg.clear()
+          sizes.clear()
+          totalBytes = 0
           orgs.clear()
         }
 
@@ -168,13 +194,16 @@ export class StatusCache extends Context.Service<StatusCache, {
           Effect.suspend(() => {
             let table = byOrg.get(orgId)
             if (table === undefined) {
-              if (byOrg.size >= maxOrganizations) byOrg.delete(byOrg.keys().next().value!)
+              if (byOrg.size >= maxOrganizations) forgetOrg(byOrg.keys().next().value!)
               byOrg.set(orgId, table = new Map())
             } else if (table.size >= MAX_KEYS_PER_ORG && !table.has(key)) {
               // Badge labels are the caller's: bound what one organization can hold.
-              table.delete(table.keys().next().value!)
+              const oldest = table.keys().next().value!
+              table.delete(oldest)
+              forgetKey(orgId, oldest)
             }
-            return lookup(table, key, () => generations.get(orgId) ?? 0, compute)
+            const counted = Effect.tap(compute, (entry) => Effect.sync(() => account(orgId, key, entry.body.length)))
+            return lookup(table, key, () => generations.get(orgId) ?? 0, counted)
           })
 
         const organization = (slug: string) =>
