@@ -41,6 +41,9 @@ export const CountedWebhookRow = Schema.Struct({ ...WebhookRow.fields, ...Delive
 /** A webhook a statement touched. */
 export const WebhookIdRow = Schema.Struct({ id: Schema.String })
 
+/** A secret still in the legacy, purpose-free ciphertext format. */
+export const LegacySecretRow = Schema.Struct({ id: Schema.String, org_id: Schema.String, secret_enc: Schema.String })
+
 /** A failure noted: the webhook's organization, and whether this failure disabled it. */
 export const OutcomeRow = Schema.Struct({ org_id: Schema.String, just_disabled: Schema.Boolean })
 

@@ -19,6 +19,7 @@ import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {
   CountedWebhookRow,
   type DeliveryCounts,
+  LegacySecretRow,
   OutcomeRow,
   OwnerEmailRow,
   ScopeCountRow,
@@ -115,12 +116,35 @@ export class Webhooks extends Context.Service<Webhooks, {
           outboundAllowPrivate ? "must be an http:// or https:// URL" : "must be an https:// URL"
         ))
       }
-      const encryptSecret = (orgId: string, secret: string | null | undefined) =>
-        secret === undefined || secret === null ? Effect.succeed(null) : crypto.encrypt(orgId, secret)
+      /** Each secret is bound to its webhook: a ciphertext moved to another row does not decrypt. */
+      const secretPurpose = (webhookId: string) => `webhook-secret:${webhookId}`
+      const encryptSecret = (orgId: string, webhookId: string, secret: string | null | undefined) =>
+        secret === undefined || secret === null
+          ? Effect.succeed(null)
+          : crypto.encrypt(orgId, secretPurpose(webhookId), secret)
+
+      // Secrets stored before purpose binding (`v1`) are rewritten once, at start-up; the
+      // compare-and-set lets runners starting together race harmlessly.
+      const legacy = yield* sql`SELECT id, org_id, secret_enc FROM webhooks WHERE secret_enc LIKE 'v1.%'`.pipe(
+        decodeRows(LegacySecretRow),
+        Effect.orDie
+      )
+      yield* Effect.forEach(legacy, (row) =>
+        Effect.gen(function*() {
+          const purpose = secretPurpose(row.id)
+          const plaintext = yield* crypto.decrypt(row.org_id, purpose, row.secret_enc)
+          const upgraded = yield* crypto.encrypt(row.org_id, purpose, plaintext)
+          yield* sql`UPDATE webhooks SET secret_enc = ${upgraded} WHERE id = ${row.id} AND secret_enc = ${row.secret_enc}`
+        }).pipe(
+          Effect.catchTag("DecryptError", (error) =>
+            Effect.logWarning(`Webhook ${row.id}: its stored secret does not decrypt (${error.message})`)),
+          Effect.orDie
+        ), { discard: true })
 
       const create = Effect.fn("Webhooks.create")(function*(scope: WebhookScope, input: CreateWebhook) {
         yield* checkUrl(input.url)
-        const secret = yield* encryptSecret(scope.orgId, input.secret)
+        const id = makeId("webhook")
+        const secret = yield* encryptSecret(scope.orgId, id, input.secret)
         const now = yield* nowIso
         const row = yield* sql.withTransaction(Effect.gen(function*() {
           // Serialise creations in one scope so two at once cannot both pass the count.
@@ -143,7 +167,7 @@ export class Webhooks extends Context.Service<Webhooks, {
               id, org_id, repo_id, url, secret_enc, content_type, events, is_active, max_retries,
               retry_interval_seconds, created_at, updated_at
             ) VALUES (
-              ${makeId("webhook")}, ${scope.orgId}, ${scope.repoId}, ${input.url}, ${secret},
+              ${id}, ${scope.orgId}, ${scope.repoId}, ${input.url}, ${secret},
               ${input.contentType ?? WEBHOOK_DEFAULTS.contentType},
               ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.events)}::jsonb)),
               ${input.isActive ?? WEBHOOK_DEFAULTS.isActive}, ${input.maxRetries ?? WEBHOOK_DEFAULTS.maxRetries},
@@ -179,7 +203,7 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const update = Effect.fn("Webhooks.update")(function*(scope: WebhookScope, id: string, patch: UpdateWebhook) {
         if (patch.url !== undefined) yield* checkUrl(patch.url)
-        const secret = patch.secret === undefined ? undefined : yield* encryptSecret(scope.orgId, patch.secret)
+        const secret = patch.secret === undefined ? undefined : yield* encryptSecret(scope.orgId, id, patch.secret)
         const now = yield* nowIso
         const none = sql.literal("")
         const set = (column: string, value: unknown) => value === undefined ? none : sql`, ${sql(column)} = ${value}`
@@ -215,7 +239,7 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const toTarget = (row: WebhookRow) =>
         Effect.map(
-          row.secret_enc === null ? Effect.succeed(null) : Effect.orDie(crypto.decrypt(row.org_id, row.secret_enc)),
+          row.secret_enc === null ? Effect.succeed(null) : Effect.orDie(crypto.decrypt(row.org_id, secretPurpose(row.id), row.secret_enc)),
           (secret): WebhookTarget => ({
             id: row.id,
             orgId: row.org_id,
