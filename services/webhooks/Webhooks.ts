@@ -239,7 +239,9 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const toTarget = (row: WebhookRow) =>
         Effect.map(
-          row.secret_enc === null ? Effect.succeed(null) : Effect.orDie(crypto.decrypt(row.org_id, secretPurpose(row.id), row.secret_enc)),
+          row.secret_enc === null
+            ? Effect.succeed(null)
+            : Effect.orDie(crypto.decrypt(row.org_id, secretPurpose(row.id), row.secret_enc)),
           (secret): WebhookTarget => ({
             id: row.id,
             orgId: row.org_id,
