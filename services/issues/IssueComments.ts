@@ -61,7 +61,7 @@ export class IssueComments extends Context.Service<IssueComments, {
         const rows = yield* sql`
           SELECT id, body, author_id, author_name, created_at, updated_at FROM repo_issue_comments
           WHERE issue_id = ${issue.id} ORDER BY created_at, id`.pipe(decodeRows(CommentRow), Effect.orDie)
-        return { comments: rows.map(toComment) }
+        return { comments: rows.map(toComment), count: rows.length }
       })
 
       const create = Effect.fn("IssueComments.create")(

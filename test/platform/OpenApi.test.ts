@@ -38,5 +38,24 @@ describe("GET /openapi.json", () => {
       expect(createMonitorBody.examples.example1.value).toMatchObject({ name: "Homepage", url: "https://example.com/" })
       expect(spec.paths["/api/v1/admin/orgs"].post.requestBody.content["application/json"].examples.example1.value)
         .toEqual({ slug: "acme", name: "Acme Inc", plan: "pro" })
+
+      // GUIDE §4: a list answers `{<plural>: [...], count}`. A list is a GET whose answer holds an
+      // array of objects; the exceptions are resources that contain a list (a tree's entries, a
+      // commit's statuses have `count` anyway) and GitHub-shaped answers named here.
+      const resolve = (schema: any): any =>
+        schema?.$ref === undefined ? schema : resolve(spec.components.schemas[schema.$ref.split("/").pop()])
+      const notLists = new Set(["GET /api/v1/code/repos/{org}/{repo}/codeowners/errors"])
+      const listsWithoutCount = operations.flatMap(({ operation, route }) => {
+        if (!route.startsWith("GET ") || notLists.has(route)) return []
+        const schema = resolve(operation.responses?.["200"]?.content?.["application/json"]?.schema)
+        if (schema?.type !== "object") return []
+        const arrays = Object.entries<any>(schema.properties ?? {}).filter(([, property]) => {
+          const resolved = resolve(property)
+          return resolved?.type === "array" && resolve(resolved.items)?.type === "object"
+        })
+        const isList = arrays.length === 1 && Object.keys(schema.properties).length <= 3
+        return isList && resolve(schema.properties.count)?.type !== "integer" ? [route] : []
+      })
+      expect(listsWithoutCount).toEqual([])
     }).pipe(Effect.scoped))
 })
