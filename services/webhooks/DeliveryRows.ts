@@ -94,6 +94,8 @@ export interface SubscribedEvent {
   readonly event: string
   /** The payload's JSON text. */
   readonly payload: string
+  /** When the event happened (the outbox's clock): webhooks created later do not get it. */
+  readonly happenedAt: Date
 }
 
 export interface AttemptRecord {
