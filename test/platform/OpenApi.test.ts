@@ -1,5 +1,9 @@
+import SwaggerParser from "@apidevtools/swagger-parser"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
+import openapiTS, { astToString } from "openapi-typescript"
 import pkg from "../../package.json" with { type: "json" }
 import { request, startApp } from "../support/app.ts"
 
@@ -58,4 +62,66 @@ describe("GET /openapi.json", () => {
       })
       expect(listsWithoutCount).toEqual([])
     }).pipe(Effect.scoped))
+})
+
+/** The document as client generators read it: complete, valid, and generating. */
+describe("GET /openapi.json for generators", () => {
+  it.live(
+    "lists every public route, names every parameter, passes a validator and generates TypeScript",
+    () =>
+      Effect.gen(function*() {
+        const app = yield* startApp()
+        const spec = (yield* request(`${app.baseUrl}/openapi.json`)).body
+
+        // The raw routes (outside HttpApi) are documented too.
+        const routes = new Set(
+          Object.entries<Record<string, unknown>>(spec.paths).flatMap(([path, item]) =>
+            Object.keys(item).map((method) => `${method.toUpperCase()} ${path}`)
+          )
+        )
+        for (
+          const route of [
+            "POST /api/v1/observe/ingest",
+            "GET /api/v1/widget/{slug}",
+            "GET /api/v1/feed/{slug}",
+            "GET /api/v1/badge/{slug}/{monitorId}",
+            "GET /api/v1/subscribe/confirm",
+            "GET /api/v1/subscribe/unsubscribe",
+            "POST /api/v1/subscribe/unsubscribe",
+            "POST /api/{projectId}/envelope/",
+            "POST /api/{projectId}/store/",
+            "GET /api/v1/live",
+            "GET /api/v1/live/{slug}",
+            "GET /status/{slug}"
+          ]
+        ) expect(routes, route).toContain(route)
+        // Every raw route under /api/ in the sources is one of them.
+        const sources = Fs.readdirSync(Path.resolve(import.meta.dirname, "../../src/http"), { recursive: true })
+          .filter((file) => String(file).endsWith(".ts"))
+          .map((file) => Fs.readFileSync(Path.resolve(import.meta.dirname, "../../src/http", String(file)), "utf8"))
+          .join("\n")
+        const raw = [...sources.matchAll(/HttpRouter\.add\(\s*"(GET|POST|PUT|PATCH|DELETE)",\s*"(\/api\/[^"]+)"/g)]
+          .map(([, method, path]) => `${method} ${path.replace(/:(\w+)/g, "{$1}")}`)
+        expect(raw.length).toBeGreaterThan(5)
+        for (const route of raw) expect(routes, route).toContain(route)
+
+        // Parameters have names generators can use (the tree and blob tails were `*`).
+        const text = JSON.stringify(spec)
+        expect(text).not.toContain("{*}")
+        expect(Object.keys(spec.paths).filter((path) => path.includes("*"))).toEqual([])
+        const names = Object.values<Record<string, any>>(spec.paths).flatMap((item) =>
+          Object.values<any>(item).flatMap((operation) => (operation.parameters ?? []).map((p: any) => p.name))
+        )
+        for (const name of names) expect(name).toMatch(/^[A-Za-z_][A-Za-z0-9_]*$/)
+        expect(routes).toContain("GET /api/v1/code/repos/{org}/{repo}/tree/{refAndPath}")
+
+        // A real validator, then a real generator.
+        yield* Effect.promise(() => SwaggerParser.validate(structuredClone(spec)))
+        const generated = astToString(yield* Effect.promise(() => openapiTS(structuredClone(spec))))
+        expect(generated).toContain(`"/api/v1/observe/ingest"`)
+        expect(generated).toContain(`"/api/v1/code/repos/{org}/{repo}/blob/{refAndPath}"`)
+        expect(generated).toMatch(/refAndPath: string/)
+      }).pipe(Effect.scoped),
+    120_000
+  )
 })
