@@ -1,5 +1,6 @@
 import { Data, Effect } from "effect"
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import * as Os from "node:os"
 import type { Readable } from "node:stream"
 
 /** A `git` command that exited non-zero (or could not start). */
@@ -21,6 +22,8 @@ export interface GitRun {
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Bytes or a stream piped to stdin; stdin is closed at once without it. */
   readonly stdin?: Uint8Array | string | Readable | undefined
+  /** Niceness for heavy work (`GitWork`): the process runs below the server's priority. */
+  readonly nice?: number | undefined
 }
 
 /**
@@ -63,6 +66,13 @@ export const spawnGit = (run: GitRun, timeoutMs: number = GIT_TIMEOUT_MS): Spawn
     cwd: run.gitDir,
     detached: true
   })
+  if (run.nice !== undefined && child.pid !== undefined) {
+    try {
+      Os.setPriority(child.pid, run.nice)
+    } catch {
+      // Not permitted here: the process runs at normal priority.
+    }
+  }
   let timedOut = false
   const kill = () => {
     if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return

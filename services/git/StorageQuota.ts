@@ -2,6 +2,7 @@ import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { organizationPlanExpression } from "../tenancy/Tenancy.ts"
 
 const GiB = 1024 ** 3
 
@@ -22,17 +23,16 @@ export interface StorageStanding {
   readonly warning: string | undefined
 }
 
-/** An organization's plan and the bytes of its live repositories (`sum(bigint)` is a `numeric`: a string). */
-const UsageRow = Schema.Struct({ plan: Plan, used: Schema.NumberFromString })
+/** An organization's plan (null: none) and the bytes of its live repositories (`sum(bigint)` is a `numeric`: a string). */
+const UsageRow = Schema.Struct({ plan: Schema.NullOr(Plan), used: Schema.NumberFromString })
 
 /** How much of its plan's storage an organization uses (packs + LFS of its live repositories). */
 export const storageStanding = (orgId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`
-      SELECT o.plan, coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
-      FROM organizations o LEFT JOIN repositories r ON r.org_id = o.id AND r.deleted_at IS NULL
-      WHERE o.id = ${orgId} GROUP BY o.plan`.pipe(decodeRows(UsageRow), Effect.orDie)
+      SELECT ${organizationPlanExpression(sql, orgId)} AS plan, coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
+      FROM repositories r WHERE r.org_id = ${orgId} AND r.deleted_at IS NULL`.pipe(decodeRows(UsageRow), Effect.orDie)
     const limitBytes = storageLimitBytes[row?.plan ?? "free"]
     const usedBytes = row?.used ?? 0
     const percent = Math.floor((usedBytes / limitBytes) * 100)

@@ -1,12 +1,11 @@
 import { Clock, Context, Effect, Layer, Option } from "effect"
-import { SqlClient, type Statement } from "effect/sql"
+import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
   type CreateWebhook,
   PlanRequired,
   type UpdateWebhook,
   type Webhook,
-  WEBHOOK_DEFAULTS,
   type WebhookContentType,
   type WebhookList,
   webhookValidationError
@@ -14,24 +13,26 @@ import {
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { organizationPlanExpression, ownerEmails } from "../tenancy/Tenancy.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {
-  CountedWebhookRow,
+  countInScope,
+  deleteWebhook,
   type DeliveryCounts,
-  LegacySecretRow,
-  OutcomeRow,
-  OwnerEmailRow,
-  ScopeCountRow,
-  WebhookIdRow,
-  WebhookRow
+  endFailureStreak,
+  findWebhook,
+  insertWebhook,
+  legacySecrets,
+  lockScope,
+  noteFailure,
+  replaceSecret,
+  updateWebhookRow,
+  type WebhookRow,
+  type WebhookScope,
+  webhooksWithCounts
 } from "./WebhookRows.ts"
 
-/** Where a webhook belongs: the organization (`repoId` null) or one of its repositories. */
-export interface WebhookScope {
-  readonly orgId: string
-  readonly repoId: string | null
-}
+export type { WebhookScope } from "./WebhookRows.ts"
 
 /** What the delivery loop needs: the settings with the secret decrypted. */
 export interface WebhookTarget {
@@ -98,8 +99,6 @@ export class Webhooks extends Context.Service<Webhooks, {
       const { outboundAllowPrivate } = yield* AppConfig
       const notFound = (id: string) => new NotFound({ message: `Webhook '${id}' not found` })
       const nowIso = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
-      const inScope = (scope: WebhookScope) =>
-        sql`org_id = ${scope.orgId} AND repo_id IS NOT DISTINCT FROM ${scope.repoId}`
 
       /** https only, or http too when private targets are allowed (local receivers). */
       const checkUrl = (url: string): Effect.Effect<void, ValidationError> => {
@@ -125,16 +124,13 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       // Secrets stored before purpose binding (`v1`) are rewritten once, at start-up; the
       // compare-and-set lets runners starting together race harmlessly.
-      const legacy = yield* sql`SELECT id, org_id, secret_enc FROM webhooks WHERE secret_enc LIKE 'v1.%'`.pipe(
-        decodeRows(LegacySecretRow),
-        Effect.orDie
-      )
+      const legacy = yield* legacySecrets(sql).pipe(Effect.orDie)
       yield* Effect.forEach(legacy, (row) =>
         Effect.gen(function*() {
           const purpose = secretPurpose(row.id)
           const plaintext = yield* crypto.decrypt(row.org_id, purpose, row.secret_enc)
           const upgraded = yield* crypto.encrypt(row.org_id, purpose, plaintext)
-          yield* sql`UPDATE webhooks SET secret_enc = ${upgraded} WHERE id = ${row.id} AND secret_enc = ${row.secret_enc}`
+          yield* replaceSecret(sql, row.id, row.secret_enc, upgraded)
         }).pipe(
           Effect.catchTag("DecryptError", (error) =>
             Effect.logWarning(`Webhook ${row.id}: its stored secret does not decrypt (${error.message})`)),
@@ -148,10 +144,8 @@ export class Webhooks extends Context.Service<Webhooks, {
         const now = yield* nowIso
         const row = yield* sql.withTransaction(Effect.gen(function*() {
           // Serialise creations in one scope so two at once cannot both pass the count.
-          yield* sql`SELECT pg_advisory_xact_lock(hashtext(${`webhooks:${scope.orgId}:${scope.repoId ?? ""}`}))`
-          const [org] = yield* sql`
-            SELECT plan, (SELECT count(*) FROM webhooks WHERE ${inScope(scope)}) AS count
-            FROM organizations WHERE id = ${scope.orgId}`.pipe(decodeRows(ScopeCountRow))
+          yield* lockScope(sql, scope)
+          const [org] = yield* countInScope(sql, scope, organizationPlanExpression(sql, scope.orgId))
           const limit = webhooksPerScope[org.plan]
           if (org.count >= limit) {
             const requiredPlan = planAbove(org.plan)
@@ -162,41 +156,19 @@ export class Webhooks extends Context.Service<Webhooks, {
               requiredPlan
             })
           }
-          const rows = yield* sql`
-            INSERT INTO webhooks (
-              id, org_id, repo_id, url, secret_enc, content_type, events, is_active, max_retries,
-              retry_interval_seconds, created_at, updated_at
-            ) VALUES (
-              ${id}, ${scope.orgId}, ${scope.repoId}, ${input.url}, ${secret},
-              ${input.contentType ?? WEBHOOK_DEFAULTS.contentType},
-              ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.events)}::jsonb)),
-              ${input.isActive ?? WEBHOOK_DEFAULTS.isActive}, ${input.maxRetries ?? WEBHOOK_DEFAULTS.maxRetries},
-              ${input.retryIntervalSeconds ?? WEBHOOK_DEFAULTS.retryIntervalSeconds},
-              ${now}::timestamptz, ${now}::timestamptz
-            ) RETURNING *`.pipe(decodeRows(WebhookRow))
+          const rows = yield* insertWebhook(sql, scope, input, secret, now, id)
           return rows[0]
         })).pipe(Effect.catchTag("SqlError", Effect.die))
         return toWebhook(row)
       })
 
-      const withCounts = (filter: Statement.Fragment) =>
-        sql`
-          SELECT w.*, d.delivery_count, d.failure_count, d.last_delivery_at FROM webhooks w
-          LEFT JOIN LATERAL (
-            SELECT count(*) AS delivery_count, count(*) FILTER (WHERE status = 'failed') AS failure_count,
-              max(delivered_at) AS last_delivery_at
-            FROM webhook_deliveries WHERE webhook_id = w.id
-          ) d ON true
-          WHERE ${filter}
-          ORDER BY w.created_at DESC, w.id DESC`.pipe(decodeRows(CountedWebhookRow), Effect.orDie)
-
       const list = Effect.fn("Webhooks.list")(function*(scope: WebhookScope) {
-        const rows = yield* withCounts(inScope(scope))
+        const rows = yield* webhooksWithCounts(sql, scope).pipe(Effect.orDie)
         return { webhooks: rows.map(toWebhook), count: rows.length }
       })
 
       const get = Effect.fn("Webhooks.get")(function*(scope: WebhookScope, id: string) {
-        const rows = yield* withCounts(sql`w.id = ${id} AND ${inScope(scope)}`)
+        const rows = yield* webhooksWithCounts(sql, scope, id).pipe(Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
         return toWebhook(rows[0])
       })
@@ -205,35 +177,13 @@ export class Webhooks extends Context.Service<Webhooks, {
         if (patch.url !== undefined) yield* checkUrl(patch.url)
         const secret = patch.secret === undefined ? undefined : yield* encryptSecret(scope.orgId, id, patch.secret)
         const now = yield* nowIso
-        const none = sql.literal("")
-        const set = (column: string, value: unknown) => value === undefined ? none : sql`, ${sql(column)} = ${value}`
-        const rows = yield* sql`
-          UPDATE webhooks SET updated_at = ${now}::timestamptz
-            ${set("url", patch.url)}${set("content_type", patch.contentType)}
-            ${set("max_retries", patch.maxRetries)}${set("retry_interval_seconds", patch.retryIntervalSeconds)}
-            ${secret === undefined ? none : sql`, secret_enc = ${secret}`}
-            ${
-          patch.events === undefined
-            ? none
-            : sql`, events = ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(patch.events)}::jsonb))`
-        }
-            ${
-          patch.isActive === undefined
-            ? none
-            // Re-enabled by hand: the failure streak starts over.
-            : sql`, is_active = ${patch.isActive}, failing_since = NULL, disabled_reason = NULL`
-        }
-          WHERE id = ${id} AND ${inScope(scope)}
-          RETURNING id`.pipe(decodeRows(WebhookIdRow), Effect.orDie)
+        const rows = yield* updateWebhookRow(sql, scope, id, patch, secret, now).pipe(Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
         return yield* get(scope, id)
       })
 
       const remove = Effect.fn("Webhooks.remove")(function*(scope: WebhookScope, id: string) {
-        const rows = yield* sql`DELETE FROM webhooks WHERE id = ${id} AND ${inScope(scope)} RETURNING id`.pipe(
-          decodeRows(WebhookIdRow),
-          Effect.orDie
-        )
+        const rows = yield* deleteWebhook(sql, scope, id).pipe(Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
       })
 
@@ -257,10 +207,7 @@ export class Webhooks extends Context.Service<Webhooks, {
         )
 
       const requireActive = Effect.fn("Webhooks.requireActive")(function*(scope: WebhookScope, id: string) {
-        const rows = yield* sql`SELECT * FROM webhooks WHERE id = ${id} AND ${inScope(scope)}`.pipe(
-          decodeRows(WebhookRow),
-          Effect.orDie
-        )
+        const rows = yield* findWebhook(sql, id, scope).pipe(Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
         if (!rows[0].is_active) {
           return yield* new Conflict({ message: `Webhook '${id}' is inactive; activate it first (isActive: true)` })
@@ -269,7 +216,7 @@ export class Webhooks extends Context.Service<Webhooks, {
       })
 
       const loadTarget = Effect.fn("Webhooks.loadTarget")(function*(id: string) {
-        const rows = yield* sql`SELECT * FROM webhooks WHERE id = ${id}`.pipe(decodeRows(WebhookRow), Effect.orDie)
+        const rows = yield* findWebhook(sql, id).pipe(Effect.orDie)
         return rows.length === 0 ? Option.none() : Option.some(yield* toTarget(rows[0]))
       })
 
@@ -277,36 +224,16 @@ export class Webhooks extends Context.Service<Webhooks, {
         id: string,
         outcome: { readonly ok: boolean; readonly at: Date; readonly disableAfterMs: number }
       ) {
-        const at = outcome.at.toISOString()
         if (outcome.ok) {
-          yield* sql`UPDATE webhooks SET failing_since = NULL WHERE id = ${id} AND failing_since IS NOT NULL`.pipe(
-            Effect.orDie
-          )
+          yield* endFailureStreak(sql, id).pipe(Effect.orDie)
           return Option.none()
         }
-        const cutoff = new Date(outcome.at.getTime() - outcome.disableAfterMs).toISOString()
-        const disabled = yield* sql`
-          UPDATE webhooks SET
-            failing_since = coalesce(failing_since, ${at}::timestamptz),
-            is_active = is_active AND NOT coalesce(failing_since <= ${cutoff}::timestamptz, false),
-            disabled_reason = CASE WHEN failing_since <= ${cutoff}::timestamptz
-              THEN 'Every delivery attempt failed for 5 days' ELSE disabled_reason END
-          WHERE id = ${id}
-          RETURNING org_id, NOT is_active AND failing_since <= ${cutoff}::timestamptz AS just_disabled`.pipe(
-          decodeRows(OutcomeRow),
-          Effect.orDie
-        )
+        const cutoff = new Date(outcome.at.getTime() - outcome.disableAfterMs)
+        const disabled = yield* noteFailure(sql, id, outcome.at, cutoff).pipe(Effect.orDie)
         if (disabled.length === 0 || !disabled[0].just_disabled) {
           return Option.none()
         }
-        // The owners come from tenancy's tables: read-only, for this one notice.
-        const owners = yield* sql`
-          SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-          WHERE m.org_id = ${disabled[0].org_id} AND m.role = 'owner' ORDER BY u.email`.pipe(
-          decodeRows(OwnerEmailRow),
-          Effect.orDie
-        )
-        return Option.some(owners.map((owner) => owner.email))
+        return Option.some(yield* ownerEmails(sql, disabled[0].org_id).pipe(Effect.orDie))
       })
 
       return Webhooks.of({
