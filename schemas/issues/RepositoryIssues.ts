@@ -48,7 +48,8 @@ export const RepositoryIssue = Schema.Struct({
 })
 export type RepositoryIssue = typeof RepositoryIssue.Type
 
-export const RepositoryIssueList = Schema.Struct({ issues: Schema.Array(RepositoryIssue) })
+/** A page of issues; `count` is the total matching the `state` filter (GUIDE §4). */
+export const RepositoryIssueList = Schema.Struct({ issues: Schema.Array(RepositoryIssue), count: Schema.Int })
 export type RepositoryIssueList = typeof RepositoryIssueList.Type
 
 const Title = Schema.String.check(
@@ -94,7 +95,7 @@ export const IssueComment = Schema.Struct({
 })
 export type IssueComment = typeof IssueComment.Type
 
-export const IssueCommentList = Schema.Struct({ comments: Schema.Array(IssueComment) })
+export const IssueCommentList = Schema.Struct({ comments: Schema.Array(IssueComment), count: Schema.Int })
 export type IssueCommentList = typeof IssueCommentList.Type
 
 export const CreateIssueComment = Schema.Struct({

@@ -25,6 +25,11 @@ export const EventTimestamp = Schema.Union([
   Schema.Finite.check(Schema.isGreaterThanOrEqualTo(0))
 ])
 
+/** Source lines around a frame's line, as SDKs send them (Sentry: 5 + 1 + 5, each cut at 140 characters). */
+export const MAX_CONTEXT_LINES = 50
+export const MAX_CONTEXT_LINE = 2048
+const ContextLines = Schema.Array(short(MAX_CONTEXT_LINE)).check(Schema.isMaxLength(MAX_CONTEXT_LINES))
+
 export const StackFrame = Schema.Struct({
   filename: optionalShort(2048),
   abs_path: optionalShort(2048),
@@ -32,7 +37,10 @@ export const StackFrame = Schema.Struct({
   function: optionalShort(1024),
   lineno: Schema.optional(Schema.Int),
   colno: Schema.optional(Schema.Int),
-  in_app: Schema.optional(Schema.Boolean)
+  in_app: Schema.optional(Schema.Boolean),
+  pre_context: Schema.optional(ContextLines),
+  context_line: optionalShort(MAX_CONTEXT_LINE),
+  post_context: Schema.optional(ContextLines)
 })
 export type StackFrame = typeof StackFrame.Type
 
@@ -64,6 +72,8 @@ export const Span = Schema.Struct({
 })
 export type Span = typeof Span.Type
 
+export const MAX_CONTEXTS = 50
+
 /** One ingested event, as validated (each entry of a batch on its own). */
 export const ObserveEvent = Schema.Struct({
   message: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(16_384))),
@@ -83,6 +93,8 @@ export const ObserveEvent = Schema.Struct({
   })),
   tags: Schema.optional(Schema.Record(Schema.String, short(1024)).check(Schema.isMaxProperties(100))),
   extra: Schema.optional(Schema.Record(Schema.String, Schema.Unknown)),
+  /** Sentry's `contexts` (runtime, os, device, trace, app, …): kept as sent, shown on the event. */
+  contexts: Schema.optional(Schema.Record(Schema.String, Schema.Unknown).check(Schema.isMaxProperties(MAX_CONTEXTS))),
   breadcrumbs: Schema.optional(Schema.Array(Breadcrumb).check(Schema.isMaxLength(200))),
   span: Schema.optional(Span),
   fingerprint: Schema.optional(Schema.Array(short(512)).check(Schema.isMinLength(1), Schema.isMaxLength(20)))

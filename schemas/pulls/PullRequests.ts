@@ -75,6 +75,10 @@ export const CreatePullRequest = Schema.Struct({
   sourceBranch: BranchName,
   targetBranch: Schema.optionalKey(BranchName),
   isDraft: Schema.optionalKey(Schema.Boolean)
+}).annotate({
+  // GitHub's body names the branches `head` and `base`: answer with Canopy's names.
+  messageUnexpectedKey:
+    "Unknown field; the branches are sourceBranch (GitHub's head) and targetBranch (GitHub's base, default the repository's default branch)"
 })
 export type CreatePullRequest = typeof CreatePullRequest.Type
 

@@ -1,4 +1,5 @@
 import { Context, Effect, Layer, Option } from "effect"
+import { Sharding } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { isValidBranchName } from "../../schemas/git/Repositories.ts"
 import { publishAll } from "../events/Events.ts"
@@ -13,6 +14,7 @@ import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
 import { deleteRefs, storedRefs, upsertRefs } from "./RefRows.ts"
 import { type GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
+import { COMPACT_AT_PACKS, nudgeCompaction, ServerCommitPacksBeforeCompaction } from "./RepositoryProtocol.ts"
 import { lockForRefUpdate, recordRefUpdate } from "./RepositoryRows.ts"
 
 /** One requested ref change; `ZERO_SHA` as old means create, as new means delete. */
@@ -48,6 +50,8 @@ export interface RefUpdateInput {
   readonly pusher: Pusher | null
   /** The check prepared for this update (`RefUpdateCheckFn.prepare`); the context's `RefUpdateCheck` otherwise. */
   readonly check?: RefUpdateCheckFn | undefined
+  /** A server-side commit (merge, suggestion, …), not a push: its small pack is compacted less eagerly. */
+  readonly serverCommit?: boolean | undefined
 }
 
 /**
@@ -124,6 +128,18 @@ export class RefUpdates extends Context.Service<RefUpdates, {
       const packs = yield* PackStore
       const cache = yield* RepoCache
       const work = yield* GitWork
+      // Every stored pack nudges the repository's compaction, whoever moved the refs. Without
+      // a cluster (tools, some tests) there is no entity to nudge.
+      const sharding = yield* Effect.serviceOption(Sharding.Sharding)
+      const serverCommitPacks = yield* ServerCommitPacksBeforeCompaction
+      const nudge = (repoId: string, serverCommit: boolean) =>
+        Option.match(sharding, {
+          onNone: () => Effect.void,
+          onSome: (service) =>
+            nudgeCompaction(repoId, serverCommit ? serverCommitPacks : COMPACT_AT_PACKS).pipe(
+              Effect.provideService(Sharding.Sharding, service)
+            )
+        })
 
       const update = Effect.fn("RefUpdates.update")(function*(input: RefUpdateInput) {
         const { repo, dir, quarantine, pusher } = input
@@ -237,6 +253,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
 
         if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
           yield* cache.adopt(repo.id, quarantine.pack.packPath, quarantine.pack.idxPath, quarantine.pack.name)
+          yield* nudge(repo.id, input.serverCommit === true)
         }
         const results = input.commands.map((command): RefResult => {
           const reason = refused(command.name) ?? (outcome === "rolled back" ? "atomic push failed" : undefined)

@@ -1,9 +1,19 @@
-import { Effect, Schema } from "effect"
+import { Context, Effect, Schema } from "effect"
 import { Entity, type Sharding } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 
 /** Packs a repository may pile up (one per push) before the entity compacts them into one. */
 export const COMPACT_AT_PACKS = 8
+
+/**
+ * Packs of server-side commits (merges, suggestion commits, …) before compaction: each is a
+ * small pack, and a compaction is a full repack, so they may pile up more than pushes'.
+ * A reference so a test can lower it.
+ */
+export const ServerCommitPacksBeforeCompaction = Context.Reference<number>(
+  "canopy/git/ServerCommitPacksBeforeCompaction",
+  { defaultValue: () => 32 }
+)
 
 export const CompactionResult = Schema.Struct({
   compacted: Schema.Boolean,
@@ -33,13 +43,17 @@ export const RecountStorage = Rpc.make("RecountStorage", { success: StorageUsage
 export const Repository = Entity.make("Repository", [Compact, WarmUp, RecountStorage])
 
 /**
- * After a push: ask the repository's entity to compact if packs piled up. Fire and forget
- * (the push already succeeded); a failure is logged and the next push asks again.
+ * After refs moved with a new pack (`RefUpdates`: pushes, merges, suggestion commits): ask
+ * the repository's entity to compact if packs piled up. Fire and forget (the update already
+ * succeeded); a failure is logged and the next update asks again.
  */
-export const nudgeCompaction = (repoId: string): Effect.Effect<void, never, Sharding.Sharding> =>
+export const nudgeCompaction = (
+  repoId: string,
+  minPacks: number = COMPACT_AT_PACKS
+): Effect.Effect<void, never, Sharding.Sharding> =>
   Effect.gen(function*() {
     const client = yield* Repository.client
-    yield* client(repoId).Compact({ minPacks: COMPACT_AT_PACKS }).pipe(
+    yield* client(repoId).Compact({ minPacks }).pipe(
       Effect.tapError((error) => Effect.logWarning("compaction failed", error)),
       Effect.ignore,
       Effect.forkDetach

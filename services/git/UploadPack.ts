@@ -1,13 +1,15 @@
 import * as NodeStream from "@effect/platform-node/NodeStream"
 import { Context, Effect, Exit, Layer, Scope, Stream } from "effect"
-import { spawn } from "node:child_process"
 import type { Readable } from "node:stream"
-import { gitEnv, runGit } from "./GitProcess.ts"
+import { runGit, spawnGit } from "./GitProcess.ts"
 import { FLUSH, pkt } from "./PktLine.ts"
 import { GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 
 /** Only protocol settings git itself sends (`version=2`) pass from the client's `Git-Protocol` header. */
+/** A fetch or clone may stream for long; past this its git is killed. */
+const UPLOAD_PACK_TIMEOUT_MS = 60 * 60_000
+
 const protocolEnv = (gitProtocol: string | undefined): Record<string, string> =>
   gitProtocol !== undefined && /^[a-z0-9=:.]{1,100}$/i.test(gitProtocol) ? { GIT_PROTOCOL: gitProtocol } : {}
 
@@ -57,24 +59,26 @@ export class UploadPack extends Context.Service<UploadPack, {
             Scope.provide(scope),
             Effect.onError(() => Scope.close(scope, Exit.void))
           )
-          const child = spawn("git", ["upload-pack", "--stateless-rpc", synced.dir], {
-            env: gitEnv(synced.dir, protocolEnv(gitProtocol)),
-            cwd: synced.dir
-          })
+          // A clone of a large repository streams for a while: a long timeout, still a bound.
+          const git = spawnGit({
+            gitDir: synced.dir,
+            args: ["upload-pack", "--stateless-rpc", synced.dir],
+            env: protocolEnv(gitProtocol)
+          }, UPLOAD_PACK_TIMEOUT_MS)
           const stderr: Array<Buffer> = []
-          child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk))
-          child.stdin.on("error", () => undefined)
-          input.on("error", () => child.stdin.destroy())
-          input.pipe(child.stdin)
-          const exited = new Promise<number | null>((resolve) => child.on("close", resolve))
+          git.child.stderr.on("data", (chunk: Buffer) => stderr.push(chunk))
+          input.on("error", () => git.child.stdin.destroy())
+          input.pipe(git.child.stdin)
           return NodeStream.fromReadable<Uint8Array, GitStorageError>({
-            evaluate: () => child.stdout,
+            evaluate: () => git.child.stdout,
             onError: (cause) => new GitStorageError({ message: "upload-pack output failed", cause })
           }).pipe(
+            // Done, failed or abandoned by the client: git and what it started (pack-objects) go.
             Stream.ensuring(Effect.gen(function*() {
-              if (child.exitCode === null) child.kill()
-              const code = yield* Effect.promise(() => exited)
-              if (code !== 0 && code !== null) {
+              git.kill()
+              const code = yield* Effect.promise(() => git.exited)
+              if (git.timedOut()) yield* Effect.logWarning("upload-pack timed out")
+              else if (code !== 0 && code !== null) {
                 yield* Effect.logWarning("upload-pack failed", Buffer.concat(stderr).toString("utf8").slice(0, 500))
               }
               yield* Scope.close(scope, Exit.void)

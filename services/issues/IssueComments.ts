@@ -39,7 +39,7 @@ export class IssueComments extends Context.Service<IssueComments, {
         )
         if (issue === undefined) return yield* issueNotFound(number)
         const rows = yield* issueComments(sql, issue.id).pipe(Effect.orDie)
-        return { comments: rows.map(toComment) }
+        return { comments: rows.map(toComment), count: rows.length }
       })
 
       const create = Effect.fn("IssueComments.create")(

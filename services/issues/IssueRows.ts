@@ -15,6 +15,8 @@ import { decodeRows } from "../platform/Rows.ts"
  * issue services and `Fixes #n`; they run in the caller's transaction.
  */
 
+const IssueCountRow = Schema.Struct({ count: Schema.Int })
+
 /** An issue as stored (`ISSUE_COLUMNS`). */
 export const IssueRow = Schema.Struct({
   id: Schema.String,
@@ -87,6 +89,15 @@ export const listIssues = (
     SELECT ${sql.literal(ISSUE_COLUMNS)} FROM repo_issues
     WHERE repo_id = ${repoId} ${page.state === "all" ? sql`` : sql`AND state = ${page.state}`}
     ORDER BY number DESC LIMIT ${page.limit} OFFSET ${page.offset}`.pipe(issueRows)
+
+/** How many issues of the repository match the state filter (a list's `count`). */
+export const countIssues = (sql: SqlClient.SqlClient, repoId: string, state: "open" | "closed" | "all") =>
+  sql`
+    SELECT count(*)::int AS count FROM repo_issues
+    WHERE repo_id = ${repoId} ${state === "all" ? sql`` : sql`AND state = ${state}`}`.pipe(
+    decodeRows(IssueCountRow),
+    Effect.map((rows) => rows[0].count)
+  )
 
 export interface NewIssueRow {
   readonly id: string

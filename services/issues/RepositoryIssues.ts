@@ -17,6 +17,7 @@ import { makeId } from "../platform/Ids.ts"
 import {
   cleanLabels,
   closeIssueRow,
+  countIssues,
   editIssue,
   eventRepository,
   insertIssue,
@@ -99,10 +100,12 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
       const list = Effect.fn("RepositoryIssues.list")(function*(repo: RepoRecord, options: ListIssuesOptions) {
         const state = options.state ?? "open"
         const limit = options.limit ?? 30
-        const rows = yield* listIssues(sql, repo.id, { state, limit, offset: ((options.page ?? 1) - 1) * limit }).pipe(
-          Effect.orDie
-        )
-        return { issues: rows.map(toIssue) }
+        const offset = ((options.page ?? 1) - 1) * limit
+        const [rows, count] = yield* Effect.all([
+          listIssues(sql, repo.id, { state, limit, offset }),
+          countIssues(sql, repo.id, state)
+        ], { concurrency: 2 }).pipe(Effect.orDie)
+        return { issues: rows.map(toIssue), count }
       })
 
       const get = Effect.fn("RepositoryIssues.get")(function*(repo: RepoRecord, number: number) {

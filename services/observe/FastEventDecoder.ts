@@ -1,5 +1,5 @@
 import { parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
-import type { ObserveEvent } from "../../schemas/observe/Observe.ts"
+import { MAX_CONTEXT_LINE, MAX_CONTEXT_LINES, MAX_CONTEXTS, type ObserveEvent } from "../../schemas/observe/Observe.ts"
 
 /**
  * The ingest hot path's decoder: `ObserveEvent` checked by hand, about ten times cheaper
@@ -143,6 +143,15 @@ const timestamp = (value: unknown): string | number => {
   return typeof value === "string" && isoTimestampMillis(value) !== undefined ? value : giveUp()
 }
 
+/** `pre_context` / `post_context`: checked in place (the array is kept as it is). */
+const contextLines = (value: unknown): unknown => {
+  if (!Array.isArray(value) || value.length > MAX_CONTEXT_LINES || Object.getPrototypeOf(value) !== Array.prototype) {
+    return giveUp()
+  }
+  for (let i = 0; i < value.length; i++) string(value[i], MAX_CONTEXT_LINE)
+  return value
+}
+
 const frameFields: Fields = [
   ["filename", maxString(2048)],
   ["abs_path", maxString(2048)],
@@ -150,7 +159,10 @@ const frameFields: Fields = [
   ["function", maxString(1024)],
   ["lineno", int],
   ["colno", int],
-  ["in_app", boolean]
+  ["in_app", boolean],
+  ["pre_context", contextLines],
+  ["context_line", maxString(MAX_CONTEXT_LINE)],
+  ["post_context", contextLines]
 ]
 /**
  * `struct(value, frameFields)` written out, as frames are most of an event's objects: each
@@ -165,7 +177,10 @@ const frame = (value: unknown): Obj => {
     optionalString(source, "function", source.function, 1024) +
     optionalCheck(source, "lineno", source.lineno, int) +
     optionalCheck(source, "colno", source.colno, int) +
-    optionalCheck(source, "in_app", source.in_app, boolean)
+    optionalCheck(source, "in_app", source.in_app, boolean) +
+    optionalCheck(source, "pre_context", source.pre_context, contextLines) +
+    optionalString(source, "context_line", source.context_line, MAX_CONTEXT_LINE) +
+    optionalCheck(source, "post_context", source.post_context, contextLines)
   return isPlain(source) && keyCount(source) === present ? source : copyFields(source, frameFields, frameFields.length)
 }
 
@@ -245,6 +260,7 @@ const eventFields: Fields = [
   ["user", (user) => struct(user, userFields)],
   ["tags", (tags) => record(tags, maxString(1024), 100)],
   ["extra", (extra) => record(extra, anything)],
+  ["contexts", (contexts) => record(contexts, anything, MAX_CONTEXTS)],
   ["breadcrumbs", (crumbs) => array(crumbs, 200, breadcrumb)],
   ["span", (span) => struct(span, spanFields)],
   ["fingerprint", (parts) => array(parts, 20, maxString(512), 1)]

@@ -13,6 +13,9 @@ export interface Frame {
   readonly lineno?: number | undefined
   readonly colno?: number | undefined
   readonly in_app?: boolean | undefined
+  readonly pre_context?: ReadonlyArray<string> | undefined
+  readonly context_line?: string | undefined
+  readonly post_context?: ReadonlyArray<string> | undefined
   readonly raw?: Omit<Frame, "raw"> | undefined
 }
 
@@ -158,8 +161,10 @@ export const symbolicateFrames = <F extends Frame>(
     if (position === undefined) return frame
     const callerName = index > 0 ? positions[index - 1]?.name ?? undefined : undefined
     const { raw: _raw, abs_path: _absPath, ...received } = frame
+    // The context lines the SDK read are the minified file's: they stay with the raw frame.
+    const { context_line: _line, post_context: _post, pre_context: _pre, ...kept } = received
     return {
-      ...received,
+      ...kept,
       filename: position.source,
       function: position.enclosing ?? callerName ?? frame.function,
       lineno: position.line,

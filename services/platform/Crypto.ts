@@ -22,13 +22,19 @@ export const MASTER_KEY_BYTES = 32
  * `encrypt`/`decrypt` use AES-256-GCM with a key per organization, derived from
  * the master key with HKDF-SHA256 (empty salt, info `canopy:org:<orgId>`), and a
  * random 12-byte IV per message. The result is
- * `v1.<iv>.<tag>.<ciphertext>` (each part unpadded base64url); the `v1` prefix is
- * authenticated as additional data. Changing the derivation or the master key
- * makes existing ciphertexts undecryptable.
+ * `v2.<iv>.<tag>.<ciphertext>` (each part unpadded base64url). The additional data
+ * binds the version, the organization and the purpose (`<kind>:<owner id>`, e.g.
+ * `webhook-secret:webhook_…`), so a ciphertext copied into another secret's place fails
+ * to decrypt. Legacy `v1` ciphertexts (additional data `"v1"`, bound to the organization
+ * only) still decrypt, for any purpose, until their owner rewrites them (`isLegacy`).
+ * Changing the derivation or the master key makes existing ciphertexts undecryptable.
  */
 export class Crypto extends Context.Service<Crypto, {
-  encrypt(orgId: string, plaintext: string): Effect.Effect<string>
-  decrypt(orgId: string, ciphertext: string): Effect.Effect<string, DecryptError>
+  /** `purpose` names the secret's kind and owner, e.g. `webhook-secret:<webhookId>`. */
+  encrypt(orgId: string, purpose: string, plaintext: string): Effect.Effect<string>
+  decrypt(orgId: string, purpose: string, ciphertext: string): Effect.Effect<string, DecryptError>
+  /** A `v1` ciphertext, not bound to a purpose: its owner should re-encrypt it. */
+  isLegacy(ciphertext: string): boolean
   /** SHA-256 of the UTF-8 secret, lowercase hex. For API tokens and similar high-entropy secrets, not passwords. */
   hashSecret(secret: string): string
   /**
@@ -59,30 +65,33 @@ export const sha256Hex = (secret: string): string =>
   // One-shot: no Hash object per call (runs on every authenticated request).
   NodeCrypto.hash("sha256", secret, "hex")
 
-const VERSION = "v1"
+const VERSION = "v2"
+const LEGACY_VERSION = "v1"
 const IV_BYTES = 12
 const TAG_BYTES = 16
-const AAD = Buffer.from(VERSION, "utf8")
+const LEGACY_AAD = Buffer.from(LEGACY_VERSION, "utf8")
+/** JSON keeps the parts apart: no organization/purpose pair can pass for another. */
+const boundAad = (orgId: string, purpose: string) => Buffer.from(JSON.stringify([VERSION, orgId, purpose]), "utf8")
 const EMPTY_SALT = Buffer.alloc(0)
 
 const makeCrypto = (masterKey: Buffer): Crypto["Service"] => {
   const orgKey = (orgId: string): Buffer =>
     Buffer.from(NodeCrypto.hkdfSync("sha256", masterKey, EMPTY_SALT, `canopy:org:${orgId}`, 32))
 
-  const encrypt = (orgId: string, plaintext: string): Effect.Effect<string> =>
+  const encrypt = (orgId: string, purpose: string, plaintext: string): Effect.Effect<string> =>
     Effect.sync(() => {
       const iv = NodeCrypto.randomBytes(IV_BYTES)
       const cipher = NodeCrypto.createCipheriv("aes-256-gcm", orgKey(orgId), iv, { authTagLength: TAG_BYTES })
-      cipher.setAAD(AAD)
+      cipher.setAAD(boundAad(orgId, purpose))
       const ciphertext = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()])
       const tag = cipher.getAuthTag()
       return [VERSION, iv.toString("base64url"), tag.toString("base64url"), ciphertext.toString("base64url")].join(".")
     })
 
-  const decrypt = (orgId: string, ciphertext: string): Effect.Effect<string, DecryptError> =>
+  const decrypt = (orgId: string, purpose: string, ciphertext: string): Effect.Effect<string, DecryptError> =>
     Effect.suspend(() => {
       const parts = ciphertext.split(".")
-      if (parts.length !== 4 || parts[0] !== VERSION) {
+      if (parts.length !== 4 || (parts[0] !== VERSION && parts[0] !== LEGACY_VERSION)) {
         return Effect.fail(new DecryptError({ message: "Unsupported ciphertext format" }))
       }
       const iv = decodeBase64Url(parts[1])
@@ -96,13 +105,15 @@ const makeCrypto = (masterKey: Buffer): Crypto["Service"] => {
       }
       try {
         const decipher = NodeCrypto.createDecipheriv("aes-256-gcm", orgKey(orgId), iv, { authTagLength: TAG_BYTES })
-        decipher.setAAD(AAD)
+        decipher.setAAD(parts[0] === VERSION ? boundAad(orgId, purpose) : LEGACY_AAD)
         decipher.setAuthTag(tag)
         const plaintext = Buffer.concat([decipher.update(body), decipher.final()])
         return Effect.succeed(plaintext.toString("utf8"))
       } catch {
         return Effect.fail(
-          new DecryptError({ message: "Ciphertext failed authentication (tampered, or another organization's)" })
+          new DecryptError({
+            message: "Ciphertext failed authentication (tampered, or another organization's or purpose's)"
+          })
         )
       }
     })
@@ -116,7 +127,9 @@ const makeCrypto = (masterKey: Buffer): Crypto["Service"] => {
     return randomBase62(Math.ceil((bytes * 8) / Math.log2(62)))
   }
 
-  return { encrypt, decrypt, hashSecret, randomToken }
+  const isLegacy = (ciphertext: string): boolean => ciphertext.startsWith(`${LEGACY_VERSION}.`)
+
+  return { encrypt, decrypt, isLegacy, hashSecret, randomToken }
 }
 
 /** Strict, canonical unpadded base64url, so that no two strings decode to the same bytes. */

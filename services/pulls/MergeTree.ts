@@ -1,8 +1,7 @@
 import { Data, Effect } from "effect"
-import { spawn } from "node:child_process"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
-import { GitCommandError, gitEnv, gitText } from "../git/GitProcess.ts"
+import { GitCommandError, gitText, runGitWithCode } from "../git/GitProcess.ts"
 import { writeLooseCommit } from "../git/LooseCommit.ts"
 import { packLooseObjects } from "../git/LoosePack.ts"
 import type { Quarantine } from "../git/Quarantine.ts"
@@ -30,30 +29,13 @@ export interface Objects {
   readonly env: Readonly<Record<string, string>>
 }
 
-/** Runs git and answers its exit code and stdout (merge-tree exits 1 on conflicts, with output). */
-const runGitWithCode = (objects: Objects, args: ReadonlyArray<string>) =>
-  Effect.callback<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
-    const child = spawn("git", [...args], { env: gitEnv(objects.dir, objects.env), cwd: objects.dir })
-    const out: Array<Buffer> = []
-    const err: Array<Buffer> = []
-    child.stdout.on("data", (chunk: Buffer) => out.push(chunk))
-    child.stderr.on("data", (chunk: Buffer) => err.push(chunk))
-    child.on("error", (error) => resume(Effect.succeed({ code: null, stdout: "", stderr: String(error) })))
-    child.on("close", (code) =>
-      resume(Effect.succeed({
-        code,
-        stdout: Buffer.concat(out).toString("utf8"),
-        stderr: Buffer.concat(err).toString("utf8")
-      })))
-    child.stdin.end()
-  })
-
 /** merge-ort of two commits: the resulting tree, or the conflicting paths. */
 export const mergeTrees = (objects: Objects, ours: string, theirs: string) =>
   Effect.gen(function*() {
     const args = ["merge-tree", "--write-tree", "--name-only", "--no-messages", "-z", ours, theirs]
-    const result = yield* runGitWithCode(objects, args)
-    const [tree, ...paths] = result.stdout.split("\0").filter((part) => part !== "")
+    // merge-tree exits 1 on conflicts, with its answer on stdout.
+    const result = yield* runGitWithCode({ gitDir: objects.dir, args, env: objects.env })
+    const [tree, ...paths] = result.stdout.toString("utf8").split("\0").filter((part) => part !== "")
     if (result.code === 0 && tree !== undefined) return tree
     if (result.code === 1 && tree !== undefined) return yield* new MergeConflict({ paths: [...new Set(paths)] })
     return yield* new GitCommandError({ args, code: result.code, stderr: result.stderr })

@@ -174,7 +174,8 @@ export class Merger extends Context.Service<Merger, {
                   quarantine: packed,
                   commands: [{ name: `refs/heads/${row.target_branch}`, oldSha: target.value, newSha: sha }],
                   atomic: true,
-                  pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email }
+                  pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email },
+                  serverCommit: true
                 }).pipe(
                   // The merge checks governed this update: the push hook lets it through.
                   Effect.provideService(MergeInProgress, true),

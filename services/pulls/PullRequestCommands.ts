@@ -1,11 +1,7 @@
 import { Context, Effect, Layer } from "effect"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { MergeBlocked, type MergeResult, type MergeStrategy } from "../../schemas/pulls/PullRequests.ts"
-import { Repository } from "../git/RepositoryProtocol.ts"
 import { type MergeActorPayload, PullRequest } from "./PullRequestProtocol.ts"
-
-/** Merge packs a repository may pile up before it is compacted. */
-const MERGE_PACKS_BEFORE_COMPACTION = 32
 
 export interface MergeRequest {
   readonly actor: typeof MergeActorPayload.Type
@@ -25,7 +21,7 @@ export class PullRequestCommands extends Context.Service<PullRequestCommands, {
     prId: string,
     sender: { readonly id: string; readonly name: string } | null
   ) => Effect.Effect<void>
-  /** Merges now or answers why not; afterwards lets the repository compact once merge packs pile up. */
+  /** Merges now or answers why not (the ref update nudges the repository's compaction). */
   readonly merge: (
     pull: { readonly id: string; readonly repoId: string },
     request: MergeRequest
@@ -35,7 +31,6 @@ export class PullRequestCommands extends Context.Service<PullRequestCommands, {
     PullRequestCommands,
     Effect.gen(function*() {
       const makeClient = yield* PullRequest.client
-      const repositoryClient = yield* Repository.client
       return PullRequestCommands.of({
         refresh: (prId, sender) =>
           makeClient(prId).Refresh({ sender }).pipe(
@@ -49,15 +44,6 @@ export class PullRequestCommands extends Context.Service<PullRequestCommands, {
               error instanceof MergeBlocked || error instanceof Conflict || error instanceof NotFound
                 ? Effect.fail(error)
                 : Effect.die(error)
-            ),
-            // Each merge stores a small pack: let the repository compact once they pile up (a
-            // full repack, so less often than after pushes).
-            Effect.tap(() =>
-              repositoryClient(pull.repoId).Compact({ minPacks: MERGE_PACKS_BEFORE_COMPACTION }).pipe(
-                Effect.tapError((error) => Effect.logWarning("compaction failed", error)),
-                Effect.ignore,
-                Effect.forkDetach
-              )
             )
           )
       })

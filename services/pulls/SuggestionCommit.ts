@@ -214,7 +214,8 @@ export class SuggestionCommits extends Context.Service<SuggestionCommits, {
                   quarantine: packed,
                   commands: [{ name: refName, oldSha: tip, newSha: commit }],
                   atomic: true,
-                  pusher
+                  pusher,
+                  serverCommit: true
                 }).pipe(Effect.orDie)
                 if (result.ok) return { _tag: "Applied", sha: commit } as Attempt
                 if (result.reason === "fetch first") return { _tag: "Raced" } as Attempt

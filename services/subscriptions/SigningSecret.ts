@@ -13,6 +13,7 @@ import { decodeRows } from "../platform/Rows.ts"
  */
 const NAME = "subscriptions.signing"
 const SYSTEM_ORG = "system"
+const PURPOSE = `app-secret:${NAME}`
 
 /** An `app_secrets` row: the secret, encrypted with `Crypto`. */
 const StoredSecret = Schema.Struct({ ciphertext: Schema.String })
@@ -35,13 +36,20 @@ export class SigningSecret extends Context.Service<SigningSecret, {
       const crypto = yield* Crypto
       const secret = yield* Effect.cached(
         Effect.gen(function*() {
-          const fresh = yield* crypto.encrypt(SYSTEM_ORG, randomBytes(32).toString("hex"))
+          const fresh = yield* crypto.encrypt(SYSTEM_ORG, PURPOSE, randomBytes(32).toString("hex"))
           // Two runners at once: the first insert wins and both read it.
           yield* sql`INSERT INTO app_secrets (name, ciphertext) VALUES (${NAME}, ${fresh}) ON CONFLICT (name) DO NOTHING`
           const [row] = yield* sql`SELECT ciphertext FROM app_secrets WHERE name = ${NAME}`.pipe(
             decodeRows(StoredSecret)
           )
-          return yield* crypto.decrypt(SYSTEM_ORG, row.ciphertext)
+          const secret = yield* crypto.decrypt(SYSTEM_ORG, PURPOSE, row.ciphertext)
+          if (crypto.isLegacy(row.ciphertext)) {
+            // Stored before purpose binding: rewrite it bound (compare-and-set, runners may race).
+            const upgraded = yield* crypto.encrypt(SYSTEM_ORG, PURPOSE, secret)
+            yield* sql`UPDATE app_secrets SET ciphertext = ${upgraded}
+              WHERE name = ${NAME} AND ciphertext = ${row.ciphertext}`
+          }
+          return secret
         }).pipe(Effect.orDie)
       )
       return SigningSecret.of({

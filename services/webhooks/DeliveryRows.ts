@@ -70,6 +70,8 @@ export interface SubscribedEvent {
   readonly event: string
   /** The payload's JSON text. */
   readonly payload: string
+  /** When the event happened (the outbox's clock): webhooks created later do not get it. */
+  readonly happenedAt: Date
 }
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
@@ -106,25 +108,35 @@ export const notifyWebhooks = (sql: SqlClient.SqlClient, webhookIds: ReadonlyArr
     FROM jsonb_array_elements_text(${JSON.stringify(webhookIds)}::jsonb) AS id`
 
 /**
- * Every active webhook of each event's scope subscribed to it (or to `*`), in event order and
- * then the webhooks' creation order, locked against a delete until commit.
+ * Every active webhook of each event's scope subscribed to it (or to `*`) and existing when
+ * the event happened (GitHub's rule; the consumer may reach an event after a webhook was
+ * created), in event order and then the webhooks' creation order, locked against a delete
+ * until commit.
  */
 export const subscribedWebhooks = (sql: SqlClient.SqlClient, events: ReadonlyArray<SubscribedEvent>) => {
-  const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
+  const scopes = events.map(({ event, happenedAt, orgId, repoId }, n) => ({
+    n,
+    orgId,
+    repoId,
+    event,
+    at: happenedAt.toISOString()
+  }))
   return sql`
     WITH e AS (
       SELECT * FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
-        AS e(n integer, "orgId" text, "repoId" text, event text)
+        AS e(n integer, "orgId" text, "repoId" text, event text, at timestamptz)
     ), w AS (
       -- Deliveries have no foreign key (0019): a webhook deleted meanwhile waits for this
       -- transaction, then its delete removes what it queued. One lock per webhook and batch.
-      SELECT id, org_id, repo_id, events, created_at FROM webhooks
+      SELECT id, org_id, repo_id, events, created_at, subscribed_from FROM webhooks
       WHERE org_id IN (SELECT "orgId" FROM e) AND is_active
       FOR KEY SHARE
     )
     SELECT e.n, w.id AS "webhookId"
     FROM e JOIN w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId"
       AND w.events && ARRAY[e.event, '*']::text[]
+      -- The event's time came through a JS Date (milliseconds): compare at that precision.
+      AND date_trunc('milliseconds', w.subscribed_from) <= e.at
     ORDER BY e.n, w.created_at, w.id`.pipe(decodeRows(MatchRow))
 }
 

@@ -49,13 +49,14 @@ export class FanOut extends Context.Service<FanOut, {
           const webhookEvent = toWebhookEvent(event)
           return Option.isNone(webhookEvent) || event.orgId === null
             ? []
-            : [{ orgId: event.orgId, ...webhookEvent.value }]
+            : [{ orgId: event.orgId, happenedAt: event.createdAt, ...webhookEvent.value }]
         })
         yield* loadSlugs(mapped.map((event) => event.orgId))
-        const subscribed = mapped.map(({ event, orgId, payload, repoId }) => ({
+        const subscribed = mapped.map(({ event, happenedAt, orgId, payload, repoId }) => ({
           orgId,
           repoId,
           event,
+          happenedAt,
           payload: JSON.stringify(payload({ id: orgId, slug: slugs.get(orgId) ?? orgId }))
         }))
         return yield* deliveries.enqueueForEvents(subscribed, yield* Clock.currentTimeMillis)

@@ -1,7 +1,9 @@
 import { Option } from "effect"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/git/Repositories.ts"
+import { incidentEvent, type IncidentEventType } from "../../schemas/incidents/Incidents.ts"
 import { issueEventTypes } from "../../schemas/issues/RepositoryIssues.ts"
 import { MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
+import { IssueCreatedEvent, IssueRegressedEvent, SpikeEvent } from "../../schemas/observe/Observe.ts"
 import { pullRequestEventTypes } from "../../schemas/pulls/PullRequestEvents.ts"
 import { organizationEvents } from "../../schemas/webhooks/Webhooks.ts"
 import type { DomainEvent } from "../events/Events.ts"
@@ -54,9 +56,20 @@ const monitorEvent = (status: string, previousStatus: string): string | undefine
   return undefined
 }
 
-/** The object key of organization events other than monitors (GUIDE §13: "its object"). */
-const objectKey = (event: string) =>
-  event.startsWith("incident.") ? "incident" : event.startsWith("observe.issue.") ? "issue" : "spike"
+/** The object (and what goes beside it) of the organization events other than monitors. */
+const organizationObject = (event: DomainEvent): Option.Option<Record<string, unknown>> => {
+  if (event.type.startsWith("incident.") && (organizationEvents as ReadonlyArray<string>).includes(event.type)) {
+    return Option.map(
+      incidentEvent(event.type as IncidentEventType).match(event),
+      ({ incident, update }) => ({ incident, update })
+    )
+  }
+  const issue = Option.orElse(IssueCreatedEvent.match(event), () => IssueRegressedEvent.match(event))
+  if (Option.isSome(issue)) return Option.some({ issue: { id: issue.value.issueId } })
+  return Option.map(SpikeEvent.match(event), ({ alertId, ...spike }) => ({
+    spike: { id: alertId, type: "spike", ...spike }
+  }))
+}
 
 const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
 
@@ -64,8 +77,10 @@ const action = (event: string) => event.slice(event.lastIndexOf(".") + 1)
  * Maps a domain event to the webhook event it triggers, if any:
  * - `monitor.status` → `monitor.down` / `monitor.degraded` / `monitor.up` (a recovery from
  *   down or degraded) with `{event, action, organization, monitor, timestamp}`;
- * - `incident.*`, `observe.issue.*`, `observe.spike` (same names) with the event's data under
- *   `incident`, `issue` or `spike`;
+ * - `incident.*` (same names) with `incident` (as the API returns it) and `update` (the
+ *   timeline entry the change added, or null) beside it; `observe.issue.created|regressed`
+ *   with `issue: {id}`; `observe.spike` with `spike` (the alert: `{id, type, scope, issueId,
+ *   count, baseline, threshold}`) — GUIDE §13, each object under its own name;
  * - `pull_request.*` with `{event, action, repository, pullRequest, sender, timestamp}` (plus
  *   `review`, `requestedReviewers`, `merge`, `changes` where the event has them);
  * - `push` with the spec's payload (`event`, `repository`, `sender`, `ref`, `before`, `after`,
@@ -116,8 +131,8 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
       })
     })
   }
-  if ((organizationEvents as ReadonlyArray<string>).includes(event.type)) {
-    const data = (event.data ?? {}) as Record<string, unknown>
+  const objects = organizationObject(event)
+  if (Option.isSome(objects)) {
     return Option.some({
       event: event.type,
       repoId: null,
@@ -125,8 +140,8 @@ export const toWebhookEvent = (event: DomainEvent): Option.Option<WebhookEvent> 
         event: event.type,
         action: action(event.type),
         organization,
-        [objectKey(event.type)]: data,
-        timestamp: typeof data.timestamp === "string" ? data.timestamp : event.createdAt.toISOString()
+        ...objects.value,
+        timestamp: event.createdAt.toISOString()
       })
     })
   }

@@ -55,6 +55,17 @@ export const CountedWebhookRow = Schema.Struct({ ...WebhookRow.fields, ...Delive
 /** A webhook a statement touched. */
 export const WebhookIdRow = Schema.Struct({ id: Schema.String })
 
+/** A secret still in the legacy, purpose-free ciphertext format. */
+const LegacySecretRow = Schema.Struct({ id: Schema.String, org_id: Schema.String, secret_enc: Schema.String })
+
+/** Secrets stored before purpose binding (`v1.` ciphertexts). */
+export const legacySecrets = (sql: SqlClient.SqlClient) =>
+  sql`SELECT id, org_id, secret_enc FROM webhooks WHERE secret_enc LIKE 'v1.%'`.pipe(decodeRows(LegacySecretRow))
+
+/** Rewrites a secret's ciphertext unless it changed meanwhile (runners may race). */
+export const replaceSecret = (sql: SqlClient.SqlClient, id: string, previous: string, next: string) =>
+  sql`UPDATE webhooks SET secret_enc = ${next} WHERE id = ${id} AND secret_enc = ${previous}`
+
 /** A failure noted: the webhook's organization, and whether this failure disabled it. */
 export const OutcomeRow = Schema.Struct({ org_id: Schema.String, just_disabled: Schema.Boolean })
 
@@ -79,14 +90,16 @@ export const insertWebhook = (
   scope: WebhookScope,
   input: CreateWebhook,
   secretEnc: string | null,
-  now: string
+  now: string,
+  /** Chosen before, when the secret's ciphertext is bound to it. */
+  id: string = makeId("webhook")
 ) =>
   sql`
     INSERT INTO webhooks (
       id, org_id, repo_id, url, secret_enc, content_type, events, is_active, max_retries,
       retry_interval_seconds, created_at, updated_at
     ) VALUES (
-      ${makeId("webhook")}, ${scope.orgId}, ${scope.repoId}, ${input.url}, ${secretEnc},
+      ${id}, ${scope.orgId}, ${scope.repoId}, ${input.url}, ${secretEnc},
       ${input.contentType ?? WEBHOOK_DEFAULTS.contentType},
       ARRAY(SELECT jsonb_array_elements_text(${JSON.stringify(input.events)}::jsonb)),
       ${input.isActive ?? WEBHOOK_DEFAULTS.isActive}, ${input.maxRetries ?? WEBHOOK_DEFAULTS.maxRetries},

@@ -12,6 +12,7 @@ import {
 } from "../../schemas/webhooks/Webhooks.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
+import { makeId } from "../platform/Ids.ts"
 import { organizationPlanExpression, ownerEmails } from "../tenancy/Tenancy.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {
@@ -21,8 +22,10 @@ import {
   endFailureStreak,
   findWebhook,
   insertWebhook,
+  legacySecrets,
   lockScope,
   noteFailure,
+  replaceSecret,
   updateWebhookRow,
   type WebhookRow,
   type WebhookScope,
@@ -112,12 +115,32 @@ export class Webhooks extends Context.Service<Webhooks, {
           outboundAllowPrivate ? "must be an http:// or https:// URL" : "must be an https:// URL"
         ))
       }
-      const encryptSecret = (orgId: string, secret: string | null | undefined) =>
-        secret === undefined || secret === null ? Effect.succeed(null) : crypto.encrypt(orgId, secret)
+      /** Each secret is bound to its webhook: a ciphertext moved to another row does not decrypt. */
+      const secretPurpose = (webhookId: string) => `webhook-secret:${webhookId}`
+      const encryptSecret = (orgId: string, webhookId: string, secret: string | null | undefined) =>
+        secret === undefined || secret === null
+          ? Effect.succeed(null)
+          : crypto.encrypt(orgId, secretPurpose(webhookId), secret)
+
+      // Secrets stored before purpose binding (`v1`) are rewritten once, at start-up; the
+      // compare-and-set lets runners starting together race harmlessly.
+      const legacy = yield* legacySecrets(sql).pipe(Effect.orDie)
+      yield* Effect.forEach(legacy, (row) =>
+        Effect.gen(function*() {
+          const purpose = secretPurpose(row.id)
+          const plaintext = yield* crypto.decrypt(row.org_id, purpose, row.secret_enc)
+          const upgraded = yield* crypto.encrypt(row.org_id, purpose, plaintext)
+          yield* replaceSecret(sql, row.id, row.secret_enc, upgraded)
+        }).pipe(
+          Effect.catchTag("DecryptError", (error) =>
+            Effect.logWarning(`Webhook ${row.id}: its stored secret does not decrypt (${error.message})`)),
+          Effect.orDie
+        ), { discard: true })
 
       const create = Effect.fn("Webhooks.create")(function*(scope: WebhookScope, input: CreateWebhook) {
         yield* checkUrl(input.url)
-        const secret = yield* encryptSecret(scope.orgId, input.secret)
+        const id = makeId("webhook")
+        const secret = yield* encryptSecret(scope.orgId, id, input.secret)
         const now = yield* nowIso
         const row = yield* sql.withTransaction(Effect.gen(function*() {
           // Serialise creations in one scope so two at once cannot both pass the count.
@@ -133,7 +156,7 @@ export class Webhooks extends Context.Service<Webhooks, {
               requiredPlan
             })
           }
-          const rows = yield* insertWebhook(sql, scope, input, secret, now)
+          const rows = yield* insertWebhook(sql, scope, input, secret, now, id)
           return rows[0]
         })).pipe(Effect.catchTag("SqlError", Effect.die))
         return toWebhook(row)
@@ -152,7 +175,7 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const update = Effect.fn("Webhooks.update")(function*(scope: WebhookScope, id: string, patch: UpdateWebhook) {
         if (patch.url !== undefined) yield* checkUrl(patch.url)
-        const secret = patch.secret === undefined ? undefined : yield* encryptSecret(scope.orgId, patch.secret)
+        const secret = patch.secret === undefined ? undefined : yield* encryptSecret(scope.orgId, id, patch.secret)
         const now = yield* nowIso
         const rows = yield* updateWebhookRow(sql, scope, id, patch, secret, now).pipe(Effect.orDie)
         if (rows.length === 0) return yield* notFound(id)
@@ -166,7 +189,9 @@ export class Webhooks extends Context.Service<Webhooks, {
 
       const toTarget = (row: WebhookRow) =>
         Effect.map(
-          row.secret_enc === null ? Effect.succeed(null) : Effect.orDie(crypto.decrypt(row.org_id, row.secret_enc)),
+          row.secret_enc === null
+            ? Effect.succeed(null)
+            : Effect.orDie(crypto.decrypt(row.org_id, secretPurpose(row.id), row.secret_enc)),
           (secret): WebhookTarget => ({
             id: row.id,
             orgId: row.org_id,

@@ -8,6 +8,7 @@ import { ObserveApi } from "./observe/ObserveApi.ts"
 import { PerformanceApi } from "./observe/PerformanceApi.ts"
 import { SourceMapsApi } from "./observe/SourceMapsApi.ts"
 import { cleanNumbers, withBodyExamples } from "./platform/OpenApiDocs.ts"
+import { withRawRoutes } from "./platform/RawRoutesDocs.ts"
 import { SystemApi } from "./platform/SystemApi.ts"
 import { AuditApi } from "./protection/AuditApi.ts"
 import { BranchProtectionApi } from "./protection/BranchProtectionApi.ts"
@@ -59,6 +60,6 @@ export class CanopyApi extends Endpoints
     title: "Canopy API",
     version: pkg.version,
     description: "Uptime & status, error tracking, code hosting and per-plan rate limits",
-    transform: (spec) => withBodyExamples(Endpoints)(cleanNumbers(spec) as Record<string, any>)
+    transform: (spec) => withRawRoutes(withBodyExamples(Endpoints)(cleanNumbers(spec) as Record<string, any>))
   }))
 {}

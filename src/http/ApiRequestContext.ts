@@ -4,7 +4,8 @@ import { RequestState } from "./RequestState.ts"
 
 /**
  * The framework's per-request state (its key is internal to effect/http; contexts match keys by name).
- * It carries the request's pre-response handlers and scope ejection.
+ * It carries the request's pre-response handlers and scope ejection. effect/http has no public
+ * handle on it; `test/platform/ApiRequestContext.test.ts` fails loudly when an upgrade moves it.
  */
 const CurrentRequestState = Context.Service<unknown>("effect/http/HttpEffect/CurrentRequestState")
 

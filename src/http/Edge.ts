@@ -32,7 +32,19 @@ export const bodyLimitFor = (path: string): number | undefined =>
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
 
-const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1()
+/**
+ * Schema's default wording, except that a struct's own `messageUnexpectedKey` annotation
+ * words its excess keys (e.g. a GitHub-style pull request body: say what Canopy calls them).
+ */
+const formatIssues = SchemaIssue.makeFormatterStandardSchemaV1({
+  leafHook: (issue) => {
+    if (issue._tag === "UnexpectedKey") {
+      const message = issue.ast.annotations?.messageUnexpectedKey
+      if (typeof message === "string") return message
+    }
+    return SchemaIssue.defaultLeafHook(issue)
+  }
+})
 
 /**
  * A request that fails its Schema (params, query, headers or body): 400 `validation_error`

@@ -1,6 +1,6 @@
 import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
-import { HttpApiBuilder, HttpApiScalar } from "effect/http-api"
+import { HttpApiBuilder } from "effect/http-api"
 import { PublicRateLimit } from "../../services/ratelimits/PublicRateLimit.ts"
 import { RequestQuota } from "../../services/ratelimits/RequestQuota.ts"
 import { CanopyApi } from "./Api.ts"
@@ -17,6 +17,7 @@ import { ObserveHandlers } from "./observe/ObserveHandlers.ts"
 import { PerformanceHandlers } from "./observe/PerformanceHandlers.ts"
 import { SentryRoutes } from "./observe/SentryRoutes.ts"
 import { SourceMapsHandlers } from "./observe/SourceMapsHandlers.ts"
+import { DocsRoutes } from "./platform/DocsRoutes.ts"
 import { SystemHandlers } from "./platform/SystemHandlers.ts"
 import {
   AuditHandlers,
@@ -61,7 +62,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
 /** Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it. */
 export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
-  HttpApiScalar.layer(CanopyApi, { path: "/docs" }),
+  DocsRoutes,
   IngestRoute,
   SentryRoutes,
   LiveRoutes,

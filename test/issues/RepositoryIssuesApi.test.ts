@@ -61,6 +61,10 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("repos
       expect((yield* api("/issues?state=all")).body.issues.map((i: any) => i.number)).toEqual([3, 1])
       expect((yield* api("/issues?state=all&limit=1")).body.issues.map((i: any) => i.number)).toEqual([3])
       expect((yield* api("/issues?state=all&limit=1&page=2")).body.issues.map((i: any) => i.number)).toEqual([1])
+      // `count` is the total matching the filter, not the page's length (GUIDE §4).
+      expect((yield* api("/issues?state=all&limit=1")).body.count).toBe(2)
+      expect((yield* api("/issues")).body.count).toBe(1)
+      expect((yield* api("/issues?state=closed&page=9")).body).toEqual({ issues: [], count: 1 })
       const reopened = yield* api("/issues/1", { method: "PATCH", body: { state: "open" } })
       expect(reopened.body).toMatchObject({ state: "open", closedAt: null, closedBy: null })
 
@@ -71,7 +75,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("repos
         body: "Fixed the typo?",
         author: { id: repo.user.id }
       })
-      expect((yield* api("/issues/3/comments")).body.comments).toEqual([comment.body])
+      expect((yield* api("/issues/3/comments")).body).toEqual({ comments: [comment.body], count: 1 })
 
       const events = yield* issueEvents(sql, repo.id)
       expect(events.map((e) => [e.type, e.data.issue.number])).toEqual([

@@ -29,6 +29,7 @@ const realistic = (n: number) => ({
   user: { id: `user-${n}`, email: `user${n}@example.com`, segment: "paid" },
   tags: { browser: "Chrome 131", region: "eu" },
   extra: { cart: { items: 3 }, flag: null },
+  contexts: { runtime: { name: "node", version: "v24.1.0" }, os: { name: "Linux" }, trace: { trace_id: "t" } },
   exception: {
     type: "TypeError",
     value: "Cannot read properties",
@@ -40,7 +41,9 @@ const realistic = (n: number) => ({
         lineno: 10 + i,
         colno: 1 + i,
         in_app: i >= 3,
-        context_line: "  return x.y"
+        pre_context: ["function f(x) {", "  if (!x) throw new Error()"],
+        context_line: "  return x.y",
+        post_context: ["}"]
       }))
     }
   },

@@ -52,6 +52,16 @@ layer(TestAppLive, { excludeTestServices: true, timeout: 120_000 })("Sentry SDK 
       expect(event.status).toBe(200)
       expect(event.body.data.exception.stacktrace.frames.length).toBeGreaterThan(3)
       expect(event.body.data.sdk.name).toBe("sentry.javascript.node")
+      // What the SDK sent about where it ran and the code around each frame is kept.
+      expect(event.body.data.contexts.runtime).toMatchObject({ name: "node", version: process.version })
+      expect(event.body.data.contexts.os.name).toEqual(expect.any(String))
+      expect(event.body.data.contexts.trace.trace_id).toMatch(/^[0-9a-f]{32}$/)
+      const withSource = event.body.data.exception.stacktrace.frames.filter((frame: any) =>
+        typeof frame.context_line === "string"
+      )
+      expect(withSource.length).toBeGreaterThan(0)
+      expect(withSource[0].pre_context).toEqual(expect.any(Array))
+      expect(withSource[0].post_context).toEqual(expect.any(Array))
 
       // The transaction and its child span arrive as spans (counted on the release).
       const release = yield* request(`${baseUrl}/api/v1/observe/releases/shop@2.0.0`, { token: key })

@@ -241,6 +241,17 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "120 seconds" })("Sourc
       expect((yield* api(`/${replaced.body.id}`, { method: "DELETE", token: key })).status).toBe(404)
     }))
 
+  it.effect("accepts the file part whatever its content type (curl and browsers send application/json for .map)", () =>
+    Effect.gen(function*() {
+      const { key } = yield* newOrg()
+      const map = JSON.stringify({ version: 3, sources: ["a.ts"], names: [], mappings: "AAAA" })
+      for (const type of ["application/json", "text/plain", "application/octet-stream", ""]) {
+        const uploaded = yield* upload(key, { release: "1", name: `a-${type}.js`, file: new Blob([map], { type }) })
+        expect(uploaded.status, `${type}: ${JSON.stringify(uploaded.body)}`).toBe(201)
+        expect(uploaded.body.size).toBe(map.length)
+      }
+    }))
+
   it.effect("refuses what is not a source map, an incomplete form, a missing scope and an oversized file", () =>
     Effect.gen(function*() {
       const { key } = yield* newOrg()

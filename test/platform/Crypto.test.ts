@@ -10,6 +10,7 @@ import {
   MasterKeyError,
   parseMasterKey
 } from "../../services/platform/Crypto.ts"
+import { legacyV1Ciphertext } from "../support/legacyCiphertext.ts"
 import { tempDir } from "../support/tempDir.ts"
 
 const masterKey = new Uint8Array(NodeCrypto.randomBytes(32))
@@ -25,6 +26,9 @@ const withCrypto = <A, E>(
 
 const keyDir = tempDir("canopy-crypto-")
 
+/** The purpose most tests bind to. */
+const P = "test-secret:tst_1"
+
 /** Flips one bit of the byte at `index` of the dot-separated part `part` of a ciphertext. */
 const flipBit = (ciphertext: string, part: number, index = 0): string => {
   const parts = ciphertext.split(".")
@@ -34,57 +38,86 @@ const flipBit = (ciphertext: string, part: number, index = 0): string => {
   return parts.join(".")
 }
 
+const legacyV1 = (orgId: string, plaintext: string) => legacyV1Ciphertext(masterKey, orgId, plaintext)
+
 describe("Crypto", () => {
   it.effect("encrypts and decrypts for the same organization", () =>
     Effect.gen(function*() {
       const crypto = yield* Crypto
       for (const plaintext of ["hunter2", "", "ünïcödé ✓ 🔑", "x".repeat(100_000)]) {
-        const ciphertext = yield* crypto.encrypt("org_1", plaintext)
-        expect(ciphertext).toMatch(/^v1\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]*$/)
+        const ciphertext = yield* crypto.encrypt("org_1", P, plaintext)
+        expect(ciphertext).toMatch(/^v2\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]*$/)
         expect(ciphertext).not.toContain(plaintext === "" ? "\u0000" : plaintext)
-        expect(yield* crypto.decrypt("org_1", ciphertext)).toBe(plaintext)
+        expect(yield* crypto.decrypt("org_1", P, ciphertext)).toBe(plaintext)
       }
     }).pipe(Effect.provide(CryptoTest)))
 
   it.effect("produces a different ciphertext every time (random IV)", () =>
     Effect.gen(function*() {
       const crypto = yield* Crypto
-      const ciphertexts = yield* Effect.forEach(Array.from({ length: 20 }), () => crypto.encrypt("org_1", "same"))
+      const ciphertexts = yield* Effect.forEach(Array.from({ length: 20 }), () => crypto.encrypt("org_1", P, "same"))
       expect(new Set(ciphertexts).size).toBe(20)
       expect(new Set(ciphertexts.map((c) => c.split(".")[1])).size).toBe(20)
       for (const ciphertext of ciphertexts) {
-        expect(yield* crypto.decrypt("org_1", ciphertext)).toBe("same")
+        expect(yield* crypto.decrypt("org_1", P, ciphertext)).toBe("same")
       }
     }).pipe(Effect.provide(CryptoTest)))
 
   it.effect("another organization cannot decrypt", () =>
     Effect.gen(function*() {
       const crypto = yield* Crypto
-      const ciphertext = yield* crypto.encrypt("org_1", "secret of org 1")
-      const error = yield* Effect.flip(crypto.decrypt("org_2", ciphertext))
+      const ciphertext = yield* crypto.encrypt("org_1", P, "secret of org 1")
+      const error = yield* Effect.flip(crypto.decrypt("org_2", P, ciphertext))
       expect(error).toBeInstanceOf(DecryptError)
       expect(error._tag).toBe("DecryptError")
       expect(error.message).not.toContain("secret of org 1")
     }).pipe(Effect.provide(CryptoTest)))
 
+  it.effect("a ciphertext decrypts only for the purpose it was made for", () =>
+    Effect.gen(function*() {
+      const crypto = yield* Crypto
+      const ciphertext = yield* crypto.encrypt("org_1", "webhook-secret:wh_1", "s3cret")
+      expect(yield* crypto.decrypt("org_1", "webhook-secret:wh_1", ciphertext)).toBe("s3cret")
+      for (const purpose of ["webhook-secret:wh_2", "ci-variable:wh_1", "webhook-secret:", ""]) {
+        const error = yield* Effect.flip(crypto.decrypt("org_1", purpose, ciphertext))
+        expect(error).toBeInstanceOf(DecryptError)
+      }
+      // the organization and the purpose cannot be shifted into each other
+      const shifted = yield* crypto.encrypt("org_1:a", "b", "x")
+      expect(yield* Effect.flip(crypto.decrypt("org_1", "a:b", shifted))).toBeInstanceOf(DecryptError)
+    }).pipe(Effect.provide(CryptoTest)))
+
+  it.effect("legacy v1 ciphertexts still decrypt (any purpose of their organization) and are flagged for upgrade", () =>
+    Effect.gen(function*() {
+      const crypto = yield* Crypto
+      const legacy = legacyV1("org_1", "old secret")
+      expect(crypto.isLegacy(legacy)).toBe(true)
+      expect(yield* crypto.decrypt("org_1", P, legacy)).toBe("old secret")
+      expect(yield* Effect.flip(crypto.decrypt("org_2", P, legacy))).toBeInstanceOf(DecryptError)
+      const upgraded = yield* crypto.encrypt("org_1", P, yield* crypto.decrypt("org_1", P, legacy))
+      expect(crypto.isLegacy(upgraded)).toBe(false)
+      expect(yield* crypto.decrypt("org_1", P, upgraded)).toBe("old secret")
+    }).pipe(Effect.provide(CryptoTest)))
+
   it.effect("another master key cannot decrypt", () =>
     Effect.gen(function*() {
-      const ciphertext = yield* withCrypto(CryptoTest, (c) => c.encrypt("org_1", "payload"))
+      const ciphertext = yield* withCrypto(CryptoTest, (c) => c.encrypt("org_1", P, "payload"))
       const otherKey = Crypto.layer(new Uint8Array(NodeCrypto.randomBytes(32)))
-      const error = yield* Effect.flip(withCrypto(otherKey, (c) => c.decrypt("org_1", ciphertext)))
+      const error = yield* Effect.flip(withCrypto(otherKey, (c) => c.decrypt("org_1", P, ciphertext)))
       expect(error).toBeInstanceOf(DecryptError)
     }))
 
   it.effect("rejects tampered or malformed ciphertexts", () =>
     Effect.gen(function*() {
       const crypto = yield* Crypto
-      const ciphertext = yield* crypto.encrypt("org_1", "do not touch")
+      const ciphertext = yield* crypto.encrypt("org_1", P, "do not touch")
       const tampered = [
         flipBit(ciphertext, 1), // IV
         flipBit(ciphertext, 2), // tag
         flipBit(ciphertext, 3), // body
         flipBit(ciphertext, 3, 11),
-        ciphertext.replace(/^v1\./, "v2."),
+        ciphertext.replace(/^v2\./, "v1."),
+        ciphertext.replace(/^v2\./, "v3."),
         ciphertext.split(".").slice(0, 3).join("."),
         `${ciphertext}.extra`,
         ciphertext.slice(0, -2),
@@ -93,11 +126,11 @@ describe("Crypto", () => {
       ]
       for (const candidate of tampered) {
         expect(candidate).not.toBe(ciphertext)
-        const error = yield* Effect.flip(crypto.decrypt("org_1", candidate))
+        const error = yield* Effect.flip(crypto.decrypt("org_1", P, candidate))
         expect(error).toBeInstanceOf(DecryptError)
       }
       // the original still decrypts
-      expect(yield* crypto.decrypt("org_1", ciphertext)).toBe("do not touch")
+      expect(yield* crypto.decrypt("org_1", P, ciphertext)).toBe("do not touch")
     }).pipe(Effect.provide(CryptoTest)))
 
   it.effect("hashSecret is deterministic SHA-256 hex", () =>
@@ -156,8 +189,8 @@ describe("loadOrCreateMasterKey", () => {
       expect(Fs.statSync(file).mtimeMs).toBe(stat.mtimeMs)
 
       // a key loaded from the file decrypts what the first one encrypted
-      const ciphertext = yield* withCrypto(Crypto.layer(first), (c) => c.encrypt("org", "kept"))
-      const plaintext = yield* withCrypto(Crypto.layer(second), (c) => c.decrypt("org", ciphertext))
+      const ciphertext = yield* withCrypto(Crypto.layer(first), (c) => c.encrypt("org", P, "kept"))
+      const plaintext = yield* withCrypto(Crypto.layer(second), (c) => c.decrypt("org", P, ciphertext))
       expect(plaintext).toBe("kept")
     }))
 

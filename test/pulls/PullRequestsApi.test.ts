@@ -124,6 +124,16 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("Pull 
       expect((yield* pulls.create({ sourceBranch: "main" })).status).toBe(400)
       expect((yield* pulls.create({ title: "", sourceBranch: "main" })).status).toBe(400)
       expect((yield* pulls.create({ title: "x", sourceBranch: "main", extra: 1 })).status).toBe(400)
+      // A GitHub-style body: the answer says what Canopy calls head and base.
+      for (
+        const body of [{ title: "x", head: "feature", base: "main" }, { title: "x", sourceBranch: "f", base: "main" }]
+      ) {
+        const github = yield* pulls.create(body)
+        expect(github.status).toBe(400)
+        expect(github.body.error).toBe("validation_error")
+        expect(github.body.message).toContain("sourceBranch")
+        expect(github.body.message).toContain("targetBranch")
+      }
       expect((yield* pulls.get(99)).status).toBe(404)
       expect((yield* request(pulls.url("/abc"), { token: repo.key })).status).toBe(400)
       expect((yield* pulls.patch(99, { title: "x" })).status).toBe(404)

@@ -5,7 +5,6 @@ import type { Readable } from "node:stream"
 import { createGunzip } from "node:zlib"
 import { ReceivePack, receivePackAdvertisement } from "../../../services/git/ReceivePack.ts"
 import { RepoCache } from "../../../services/git/RepoCache.ts"
-import { nudgeCompaction } from "../../../services/git/RepositoryProtocol.ts"
 import { UploadPack } from "../../../services/git/UploadPack.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 import { authorizeGit, pusherOf, refusalsAnswered } from "./GitAuth.ts"
@@ -76,7 +75,6 @@ const receivePack = HttpRouter.add(
       const { org, repo } = yield* paramsOf
       const access = yield* authorizeGit(request, org, repo, "write")
       const body = yield* (yield* ReceivePack).handle(access.repo, pusherOf(access.principal), bodyOf(request))
-      yield* nudgeCompaction(access.repo.id)
       return HttpServerResponse.uint8Array(body, {
         contentType: "application/x-git-receive-pack-result",
         headers: noCache

@@ -10,6 +10,8 @@
  * milliseconds, so numbers are converted here.
  */
 
+import { MAX_CONTEXT_LINE, MAX_CONTEXT_LINES } from "../../../schemas/observe/Observe.ts"
+
 type Json = Record<string, any>
 
 export interface EnvelopeItem {
@@ -87,6 +89,17 @@ const messageOf = (event: Json): string | undefined => {
 
 const levels = new Set(["debug", "info", "warning", "error", "fatal"])
 
+/** Context lines as sent, fitted to the event's limits (a long minified line is cut, not refused). */
+const contextLines = (lines: unknown): Array<string> | undefined =>
+  Array.isArray(lines)
+    ? lines.slice(-MAX_CONTEXT_LINES).map((line) => String(line).slice(0, MAX_CONTEXT_LINE))
+    : undefined
+
+const contextLine = (line: unknown): string | undefined =>
+  typeof line === "string" ? line.slice(0, MAX_CONTEXT_LINE) : undefined
+
+const isRecord = (value: unknown): value is Json => typeof value === "object" && value !== null && !Array.isArray(value)
+
 /** A Sentry error event as an Observe event (validated afterwards like any other). */
 export const fromSentryEvent = (event: Json): Json => {
   const values: Array<Json> = Array.isArray(event.exception?.values)
@@ -124,6 +137,7 @@ export const fromSentryEvent = (event: Json): Json => {
       },
     tags: stringRecord(event.tags),
     extra: event.extra,
+    contexts: isRecord(event.contexts) ? event.contexts : undefined,
     fingerprint: event.fingerprint,
     breadcrumbs: breadcrumbs.map((crumb) => ({
       timestamp: millis(crumb.timestamp),
@@ -142,7 +156,10 @@ export const fromSentryEvent = (event: Json): Json => {
           function: frame.function,
           lineno: frame.lineno,
           colno: frame.colno,
-          in_app: frame.in_app
+          in_app: frame.in_app,
+          pre_context: contextLines(frame.pre_context),
+          context_line: contextLine(frame.context_line),
+          post_context: contextLines(frame.post_context)
         }))
       }
     }

@@ -11,12 +11,17 @@ import { NotFound, ValidationError } from "../../../schemas/platform/Errors.ts"
 import { docs } from "../platform/OpenApiDocs.ts"
 import { Authentication, RequiredScope } from "../tenancy/Security.ts"
 
-/** The upload form (spec "Observe"): read part by part, so the map is never on disk twice. */
+/**
+ * The upload form (spec "Observe"): read part by part, so the map is never on disk twice.
+ * No content type makes a part a text field (Effect's default does so for
+ * `application/json`, which curl and browsers send for a `.map` file): a part with a
+ * file name is the file, whatever its type.
+ */
 const UploadForm = Schema.Struct({
   file: Multipart.SingleFileSchema,
   release: Schema.String,
   name: Schema.String
-}).pipe(HttpApiSchema.asMultipartStream())
+}).pipe(HttpApiSchema.asMultipartStream({ fieldMimeTypes: [] }))
 
 /**
  * Source maps: listed with `observe:read`; uploaded and deleted with `observe:ingest`, the

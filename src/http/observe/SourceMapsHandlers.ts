@@ -15,6 +15,10 @@ const readForm = (parts: Stream.Stream<Multipart.Part, Multipart.MultipartError>
     const fields: Record<string, string> = {}
     let file: Uint8Array | undefined
     yield* Stream.runForEach(parts, (part) => {
+      // `-F file=<app.js.map` sends the map without a file name: a text field, still the file.
+      if (part._tag === "Field" && part.key === "file" && file === undefined) {
+        return Effect.sync(() => void (file = new TextEncoder().encode(part.value)))
+      }
       if (part._tag === "Field") return Effect.sync(() => void (fields[part.key] = part.value))
       if (part.key !== "file" || file !== undefined) return Stream.runDrain(part.content)
       return Effect.map(part.contentEffect, (bytes) => void (file = bytes))
