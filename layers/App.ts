@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
+import { IssuesLive } from "../services/issues/IssuesLive.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { MailOutbox } from "../services/mail/MailOutbox.ts"
 import { CheckRecorder } from "../services/monitors/CheckRecorder.ts"
@@ -20,6 +21,7 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
 import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
+import { StatusCache } from "../services/status/StatusCache.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
 import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
@@ -42,7 +44,6 @@ import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
-import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -55,7 +56,8 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive, FanOut.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
+    Layer.provideMerge(StatusSummary.layer),
     Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),
@@ -99,7 +101,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),
-    Layer.provideMerge(CodeReviewLive),
+    Layer.provideMerge(IssuesLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),

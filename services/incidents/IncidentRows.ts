@@ -26,6 +26,8 @@ export const IncidentRow = Schema.Struct({
   created_at: Schema.Date,
   updated_at: Schema.Date,
   resolved_at: Schema.NullOr(Schema.Date),
+  scheduled_for: Schema.NullOr(Schema.Date),
+  scheduled_until: Schema.NullOr(Schema.Date),
   updates: Schema.Array(IncidentUpdate),
   affected_monitors: Schema.Array(Schema.String)
 })
@@ -35,7 +37,13 @@ export type IncidentRow = typeof IncidentRow.Type
 export const IncidentPageRow = Schema.Struct({ ...IncidentRow.fields, total: Int8 })
 
 /** What a change needs of the incident it locked. */
-export const LockedIncident = Schema.Struct({ status: IncidentStatus, resolved_at: Schema.NullOr(Schema.Date) })
+export const LockedIncident = Schema.Struct({
+  status: IncidentStatus,
+  resolved_at: Schema.NullOr(Schema.Date),
+  severity: IncidentSeverity,
+  scheduled_for: Schema.NullOr(Schema.Date),
+  scheduled_until: Schema.NullOr(Schema.Date)
+})
 
 /** An unresolved incident, for the status summary. */
 export const ActiveIncidentRow = Schema.Struct({
@@ -56,6 +64,8 @@ export const toIncident = (row: IncidentRow): Incident => ({
   createdAt: row.created_at.toISOString(),
   updatedAt: row.updated_at.toISOString(),
   resolvedAt: row.resolved_at?.toISOString() ?? null,
+  scheduledFor: row.scheduled_for?.toISOString() ?? null,
+  scheduledUntil: row.scheduled_until?.toISOString() ?? null,
   updates: row.updates
 })
 
@@ -76,6 +86,7 @@ export const selectIncidents = (sql: SqlClient.SqlClient, where: Fragment, tail:
       ${tail}
     )
     SELECT p.id, p.title, p.description, p.status, p.severity, p.created_at, p.updated_at, p.resolved_at, p.total,
+      p.scheduled_for, p.scheduled_until,
       coalesce((
         SELECT json_agg(json_build_object(
           'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso(sql, "u.created_at")}
@@ -96,13 +107,19 @@ export interface NewIncidentRow {
   readonly status: IncidentStatus
   readonly severity: IncidentSeverity
   readonly at: Date
+  /** A maintenance window (null: none). */
+  readonly scheduledFor: Date | null
+  readonly scheduledUntil: Date | null
 }
 
 export const insertIncident = (sql: SqlClient.SqlClient, row: NewIncidentRow) =>
   sql`
-    INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at)
+    INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at,
+                           scheduled_for, scheduled_until)
     VALUES (${row.id}, ${row.orgId}, ${row.title}, ${row.description}, ${row.status},
-            ${row.severity}, ${row.at.toISOString()}::timestamptz, ${row.at.toISOString()}::timestamptz)`
+            ${row.severity}, ${row.at.toISOString()}::timestamptz, ${row.at.toISOString()}::timestamptz,
+            ${row.scheduledFor?.toISOString() ?? null}::timestamptz,
+            ${row.scheduledUntil?.toISOString() ?? null}::timestamptz)`
 
 export const insertIncidentUpdate = (sql: SqlClient.SqlClient, incidentId: string, update: IncidentUpdate) =>
   sql`
@@ -111,7 +128,8 @@ export const insertIncidentUpdate = (sql: SqlClient.SqlClient, incidentId: strin
 
 /** Locks the incident row for the rest of the transaction; its current status and resolvedAt (none: not found). */
 export const lockIncident = (sql: SqlClient.SqlClient, orgId: string, id: string) =>
-  sql`SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
+  sql`SELECT status, resolved_at, severity, scheduled_for, scheduled_until
+    FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
     decodeRows(LockedIncident)
   )
 
@@ -120,12 +138,21 @@ export const setIncidentStatus = (sql: SqlClient.SqlClient, id: string, status: 
   sql`UPDATE incidents SET status = ${status}, resolved_at = ${resolvedAt} WHERE id = ${id}`
 
 /** Sets the fields of `patch` that are given (the others keep their value) and `updated_at`. */
-export const updateIncidentFields = (sql: SqlClient.SqlClient, id: string, patch: UpdateIncident, at: Date) =>
+/** Writes the edited fields; `window` is the maintenance window after the edit (checked by the caller). */
+export const updateIncidentFields = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  patch: UpdateIncident,
+  window: { readonly from: Date | null; readonly until: Date | null },
+  at: Date
+) =>
   sql`
     UPDATE incidents SET
       title = ${patch.title ?? sql`title`},
       description = ${patch.description !== undefined ? patch.description : sql`description`},
       severity = ${patch.severity ?? sql`severity`},
+      scheduled_for = ${window.from?.toISOString() ?? null}::timestamptz,
+      scheduled_until = ${window.until?.toISOString() ?? null}::timestamptz,
       updated_at = ${at.toISOString()}::timestamptz
     WHERE id = ${id}`
 

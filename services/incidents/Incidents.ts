@@ -15,7 +15,7 @@ import {
   type IncidentUpdate,
   type UpdateIncident
 } from "../../schemas/incidents/Incidents.ts"
-import { type FieldIssue, monitorValidationError } from "../../schemas/monitors/Monitors.ts"
+import { type FieldIssue, monitorValidationError, parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
 import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
 import { MonitorRepository } from "../monitors/MonitorRepository.ts"
@@ -57,6 +57,25 @@ export interface ActiveIncident {
  * Every change publishes `incident.created|updated|resolved` (`incident.deleted` on delete)
  * with `IncidentEventData` (the shared `incidentEvent` types), in the transaction that makes the change.
  */
+const toDate = (value: string | null | undefined) =>
+  value === null || value === undefined ? undefined : parseIsoTimestamp(value)
+
+/** A window needs a start, an end after it, and a `maintenance` incident. */
+const windowIssues = (
+  severity: string,
+  window: { readonly from: Date | undefined; readonly until: Date | undefined }
+): ReadonlyArray<FieldIssue> => {
+  if (window.from === undefined && window.until === undefined) return []
+  if (severity !== "maintenance") {
+    return [{ field: "scheduledFor", message: "only a maintenance incident has a scheduled window" }]
+  }
+  if (window.from === undefined) return [{ field: "scheduledFor", message: "is required with scheduledUntil" }]
+  if (window.until !== undefined && window.until.getTime() <= window.from.getTime()) {
+    return [{ field: "scheduledUntil", message: "must be after scheduledFor" }]
+  }
+  return []
+}
+
 export class Incidents extends Context.Service<Incidents, {
   create(orgId: string, input: CreateIncident): Effect.Effect<Incident, ValidationError>
   /** Newest first; `count` is the total matching `status`. */
@@ -116,7 +135,9 @@ export class Incidents extends Context.Service<Incidents, {
         return yield* inTransaction(
           sql,
           Effect.gen(function*() {
-            const issues = yield* checkMonitors(orgId, input.affectedMonitors)
+            const severity = input.severity ?? INCIDENT_DEFAULTS.severity
+            const window = { from: toDate(input.scheduledFor), until: toDate(input.scheduledUntil) }
+            const issues = [...(yield* checkMonitors(orgId, input.affectedMonitors)), ...windowIssues(severity, window)]
             if (issues.length > 0) return yield* monitorValidationError(issues)
             yield* insertIncident(sql, {
               id,
@@ -124,8 +145,10 @@ export class Incidents extends Context.Service<Incidents, {
               title: input.title,
               description: input.description ?? null,
               status,
-              severity: input.severity ?? INCIDENT_DEFAULTS.severity,
-              at
+              severity,
+              at,
+              scheduledFor: window.from ?? null,
+              scheduledUntil: window.until ?? null
             })
             yield* setMonitors(id, input.affectedMonitors ?? [])
             // GUIDE §6: the first entry says `message`, else the description, else the title.
@@ -183,13 +206,24 @@ export class Incidents extends Context.Service<Incidents, {
             const current = yield* lock(orgId, id)
             // An empty body changes nothing: no write, no event.
             if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
-            const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
+            const window = {
+              from: patch.scheduledFor !== undefined ? toDate(patch.scheduledFor) : current.scheduled_for ?? undefined,
+              until: patch.scheduledUntil !== undefined
+                ? toDate(patch.scheduledUntil)
+                : current.scheduled_until ?? undefined
+            }
+            const windowChanged = patch.scheduledFor !== undefined || patch.scheduledUntil !== undefined ||
+              patch.severity !== undefined
+            const issues: Array<FieldIssue> = [
+              ...(yield* checkMonitors(orgId, patch.affectedMonitors)),
+              ...(windowChanged ? windowIssues(patch.severity ?? current.severity, window) : [])
+            ]
             const statusChanges = patch.status !== undefined && patch.status !== current.status
             if (statusChanges && patch.message === undefined) {
               issues.push({ field: "message", message: "is required with a status change" })
             }
             if (issues.length > 0) return yield* monitorValidationError(issues)
-            yield* updateIncidentFields(sql, id, patch, at)
+            yield* updateIncidentFields(sql, id, patch, { from: window.from ?? null, until: window.until ?? null }, at)
             if (patch.affectedMonitors !== undefined) yield* setMonitors(id, patch.affectedMonitors)
             const status = patch.status ?? current.status
             const type = yield* transition(id, current.status, status, at)

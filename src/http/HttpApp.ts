@@ -28,6 +28,7 @@ import { CodeOwnersHandlers } from "./pulls/CodeOwnersHandlers.ts"
 import { PullRequestsHandlers } from "./pulls/PullRequestsHandlers.ts"
 import { StatusAssets } from "./status/Assets.ts"
 import { ComponentsHandlers } from "./status/ComponentsHandlers.ts"
+import { PublicCorsMiddleware } from "./status/PublicCors.ts"
 import { PublicStatusRoutes } from "./status/PublicStatusRoutes.ts"
 import { StatusHandlers } from "./status/StatusHandlers.ts"
 import { StatusPages } from "./status/StatusPage.ts"
@@ -70,7 +71,8 @@ export const HttpAppLive = Layer.mergeAll(
   PublicStatusRoutes,
   GitRoutes,
   EdgeMiddleware,
-  TrustedProxiesMiddleware
+  TrustedProxiesMiddleware,
+  PublicCorsMiddleware
 )
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(

@@ -20,13 +20,13 @@ export const RepositoriesHandlers = HttpApiBuilder.group(
     const repos = yield* Repositories
     const reader = yield* RepoReader
     return handlers.handleAll({
-      list: () => Effect.flatMap(CurrentPrincipal, (principal) => repos.list(principal.org.id)),
+      list: ({ query }) => Effect.flatMap(CurrentPrincipal, (principal) => repos.list(principal.org.id, query)),
       create: ({ payload }) => Effect.flatMap(CurrentPrincipal, (principal) => repos.create(principal.org, payload)),
       get: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.get(org, params.repo)),
       update: ({ params, payload }) => Effect.flatMap(ownOrg(params), (org) => repos.update(org, params.repo, payload)),
       remove: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.remove(org, params.repo)),
-      branches: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.branches(org, params.repo)),
-      tags: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo)),
+      branches: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => repos.branches(org, params.repo, query)),
+      tags: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo, query)),
       tree: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.tree(org, params.repo, params["*"])),
       blob: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.blob(org, params.repo, params["*"])),
       commits: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => reader.commits(org, params.repo, query))
