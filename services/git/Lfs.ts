@@ -1,4 +1,4 @@
-import { Context, Data, Effect, Layer, Option, Schema, Stream } from "effect"
+import { Context, Data, Effect, Layer, Option, Stream } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHash, randomUUID } from "node:crypto"
 import * as Fs from "node:fs"
@@ -9,11 +9,10 @@ import { Transform } from "node:stream"
 import { pipeline } from "node:stream/promises"
 import type { LfsAction, LfsBatchRequest, LfsBatchResponse, LfsObjectResult } from "../../schemas/git/Lfs.ts"
 import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
-import { decodeRows, Int8 } from "../platform/Rows.ts"
 import { BlobStore } from "../storage/BlobStore.ts"
+import { recordObject, storedObjects } from "./LfsObjectRows.ts"
 import { fileStream, GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
-import { addLfsBytes } from "./RepositoryRows.ts"
 import { storageStanding } from "./StorageQuota.ts"
 
 const MiB = 1024 * 1024
@@ -31,9 +30,6 @@ export class LfsError extends Data.TaggedError("LfsError")<{ readonly status: nu
 
 export const lfsKey = (repoId: string, oid: string) =>
   `repos/${repoId}/lfs/${oid.slice(0, 2)}/${oid.slice(2, 4)}/${oid}`
-
-/** A verified object of `lfs_objects` (this file holds every statement on the table). */
-const StoredObject = Schema.Struct({ oid: Schema.String, size: Int8 })
 
 const OID = /^[0-9a-f]{64}$/
 const PRESIGN_SECONDS = 3600
@@ -79,20 +75,13 @@ export class Lfs extends Context.Service<Lfs, {
       const cache = yield* RepoCache
 
       const stored = (repoId: string, oids: ReadonlyArray<string>) =>
-        oids.length === 0 ? Effect.succeed(new Map<string, number>()) : sql`
-          SELECT oid, size FROM lfs_objects WHERE repo_id = ${repoId} AND oid IN ${sql.in(oids)}`.pipe(
-          decodeRows(StoredObject),
+        oids.length === 0 ? Effect.succeed(new Map<string, number>()) : storedObjects(sql, repoId, oids).pipe(
           Effect.orDie,
           Effect.map((rows) => new Map(rows.map((row) => [row.oid, row.size])))
         )
 
       const record = (repoId: string, oid: string, size: number) =>
-        sql`
-          WITH inserted AS (
-            INSERT INTO lfs_objects (repo_id, oid, size) VALUES (${repoId}, ${oid}, ${size})
-            ON CONFLICT DO NOTHING RETURNING size
-          )
-          ${addLfsBytes(sql, repoId, sql`coalesce((SELECT size FROM inserted), 0)`)}`.pipe(Effect.orDie)
+        recordObject(sql, repoId, oid, size).pipe(Effect.orDie)
 
       const presign = (key: string, method: "GET" | "PUT") =>
         blobs.presignedUrl(key, { method, expiresInSeconds: PRESIGN_SECONDS }).pipe(

@@ -1,10 +1,10 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import { LfsError } from "./Lfs.ts"
+import { deleteLock, findLocks, insertLock, type LockRow } from "./LfsLockRows.ts"
 import type { RepoRecord } from "./Repositories.ts"
 
 /** A lock as the LFS locks API shows it. */
@@ -14,16 +14,6 @@ export interface LfsLock {
   readonly locked_at: string
   readonly owner: { readonly name: string }
 }
-
-/** A row of `lfs_locks` (this file holds every statement on the table) with its owner's username. */
-const LockRow = Schema.Struct({
-  id: Schema.String,
-  path: Schema.String,
-  owner_id: Schema.String,
-  username: Schema.String,
-  created_at: Schema.Date
-})
-type LockRow = typeof LockRow.Type
 
 const toLock = (row: LockRow): LfsLock => ({
   id: row.id,
@@ -72,9 +62,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       /** A repository's locks by `rest` (`AND …`, `ORDER BY …`), decoded. */
-      const locks = (repoId: string, rest: Statement.Fragment) =>
-        sql`SELECT l.id, l.path, l.owner_id, u.username, l.created_at FROM lfs_locks l JOIN users u ON u.id = l.owner_id
-            WHERE l.repo_id = ${repoId} ${rest}`.pipe(decodeRows(LockRow), Effect.orDie)
+      const locks = (repoId: string, rest: Statement.Fragment) => findLocks(sql, repoId, rest).pipe(Effect.orDie)
 
       const byPath = (repoId: string, path: string) => locks(repoId, sql`AND l.path = ${path}`)
 
@@ -83,8 +71,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
           return yield* new LfsError({ status: 422, message: "Invalid path" })
         }
         const id = makeId("lock")
-        const inserted = yield* sql`
-          INSERT INTO lfs_locks (id, repo_id, path, owner_id) VALUES (${id}, ${repo.id}, ${path}, ${userId})`.pipe(
+        const inserted = yield* insertLock(sql, { id, repoId: repo.id, path, ownerId: userId }).pipe(
           Effect.as(true),
           Effect.catchTag("SqlError", (error) => isUniqueViolation(error) ? Effect.succeed(false) : Effect.die(error))
         )
@@ -136,7 +123,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
           if (row.owner_id !== userId && !force) {
             return yield* new LfsError({ status: 403, message: `The lock belongs to ${row.username}; use --force` })
           }
-          yield* sql`DELETE FROM lfs_locks WHERE id = ${id}`.pipe(Effect.orDie)
+          yield* deleteLock(sql, id).pipe(Effect.orDie)
           return toLock(row)
         }
       )

@@ -1,4 +1,4 @@
-import { Cause, Context, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
@@ -6,9 +6,9 @@ import { type DomainEvent, Events } from "../events/Events.ts"
 import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import { memberEmails } from "../tenancy/Tenancy.ts"
 import { latestOutcome } from "./HeartbeatRows.ts"
+import { alertsDownFor, closeAlert, openAlert } from "./MonitorAlertRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { AlertSubject } from "./MonitorRows.ts"
 
@@ -31,19 +31,6 @@ export interface MonitorAlertsOptions {
 }
 
 type MonitorFacts = AlertSubject
-
-/* `monitor_alerts` (this service owns it): one row per monitor that is down and alerted. */
-
-/** An open outage; `downEventId` is the `monitor.status` event that opened it (a bigint, read as text). */
-const OpenAlert = Schema.Struct({
-  monitorId: Schema.String,
-  downEventId: Schema.String,
-  downSince: Schema.Date,
-  error: Schema.NullOr(Schema.String)
-})
-
-/** What closing an outage returns. */
-const ClosedAlert = Schema.Struct({ downSince: Schema.Date })
 
 type AlertKind = "down" | "recovered" | "reminder"
 
@@ -151,17 +138,10 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
         }
         const beat = Option.getOrUndefined(yield* latestOutcome(sql, data.monitorId))
         const error = beat?.error ?? (beat?.statusCode != null ? `HTTP ${beat.statusCode}` : null)
-        yield* sql`
-          INSERT INTO monitor_alerts (monitor_id, down_event_id, down_since, error)
-          VALUES (${data.monitorId}, ${event.id}, ${at}, ${error})
-          ON CONFLICT (monitor_id) DO UPDATE SET down_event_id = EXCLUDED.down_event_id,
-            down_since = EXCLUDED.down_since, error = EXCLUDED.error`
+        yield* openAlert(sql, { monitorId: data.monitorId, downEventId: event.id, downSince: at, error })
         yield* enqueueAlert("down", `monitor-down:${event.id}`, monitor, { at, error })
       } else if (data.previousStatus === "down" && isUp(data.status)) {
-        const [alert] = yield* sql`
-          DELETE FROM monitor_alerts WHERE monitor_id = ${data.monitorId} RETURNING down_since AS "downSince"`.pipe(
-          decodeRows(ClosedAlert)
-        )
+        const [alert] = yield* closeAlert(sql, data.monitorId)
         const monitor = yield* loadMonitor(data.monitorId)
         if (monitor === undefined) return
         yield* enqueueAlert("recovered", `monitor-up:${event.id}`, monitor, {
@@ -173,10 +153,7 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
     })
 
   const sweepReminders = sql.withTransaction(Effect.gen(function*() {
-    const due = yield* sql`
-      SELECT a.monitor_id AS "monitorId", a.down_event_id::text AS "downEventId", a.down_since AS "downSince", a.error
-      FROM monitor_alerts a
-      WHERE a.down_since <= now() - make_interval(secs => ${reminderMs / 1000})`.pipe(decodeRows(OpenAlert))
+    const due = yield* alertsDownFor(sql, reminderMs)
     // Reminders only while the monitor is still active and down.
     const stillDown = yield* monitors.activeDown(due.map((alert) => alert.monitorId))
     const now = new Date()
