@@ -41,6 +41,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
+import { CiLive } from "./Ci.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -100,6 +101,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),
     Layer.provideMerge(CodeReviewLive),
+    Layer.provideMerge(CiLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),

@@ -1,4 +1,4 @@
-import { Context, Data, Effect, Layer, Scope } from "effect"
+import { Config, Context, Data, Effect, Layer, Option, type Scope } from "effect"
 import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
 import * as FsP from "node:fs/promises"
@@ -84,17 +84,24 @@ const makeBubblewrap = Effect.fnUntraced(function*(
   options?: { readonly workDir?: string; readonly killGraceMs?: number }
 ) {
   const cache = yield* RepoCache
+  const configured = yield* Config.option(Config.String("CI_WORK_DIR"))
   // Outside DATA_DIR: the sandbox's uid must traverse to its folder, and must see nothing else.
-  const root = options?.workDir ?? Path.join(Os.tmpdir(), "canopy-ci")
+  // One folder per process (removed when it stops), so runners sharing a machine never collide.
+  const parent = options?.workDir ?? Option.getOrElse(configured, () => Os.tmpdir())
   const killGraceMs = options?.killGraceMs ?? 10_000
-  yield* Effect.tryPromise({
-    try: async () => {
-      await FsP.mkdir(root, { recursive: true })
-      // Traversable, not listable: a job cannot find other runs' folders.
-      await FsP.chmod(root, 0o711)
-    },
-    catch: fail("create the CI work folder")
-  })
+  const root = yield* Effect.acquireRelease(
+    Effect.tryPromise({
+      try: async () => {
+        await FsP.mkdir(parent, { recursive: true })
+        const dir = await FsP.mkdtemp(Path.join(parent, "canopy-ci-"))
+        // Traversable, not listable: a job cannot find other runs' folders.
+        await FsP.chmod(dir, 0o711)
+        return dir
+      },
+      catch: fail("create the CI work folder")
+    }),
+    (dir) => Effect.promise(() => FsP.rm(dir, { recursive: true, force: true }))
+  )
 
   const checkout = (repo: { readonly id: string; readonly defaultBranch: string }, sha: string) =>
     Effect.acquireRelease(
@@ -155,8 +162,8 @@ const makeBubblewrap = Effect.fnUntraced(function*(
         if (match !== null) initPid = Number(match[1])
       })
       infoPipe.on("error", () => undefined)
-      child.stdout.on("data", options.onOutput)
-      child.stderr.on("data", options.onOutput)
+      child.stdout?.on("data", options.onOutput)
+      child.stderr?.on("data", options.onOutput)
       const done = new Promise<void>((resolve) => child.on("close", () => resolve()))
       child.on("error", (error) => resume(Effect.fail(fail("the sandbox did not start")(error))))
       child.on("close", (code, signal) => {
