@@ -1,7 +1,9 @@
 import { Layer } from "effect"
+import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
+import { IssuesLive } from "../services/issues/IssuesLive.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { MailOutbox } from "../services/mail/MailOutbox.ts"
 import { CheckRecorder } from "../services/monitors/CheckRecorder.ts"
@@ -31,6 +33,8 @@ import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
 import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
+import { CiTriggers } from "../src/entities/ci/CiTriggers.ts"
+import { CiWorker } from "../src/entities/ci/CiWorker.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
 import { RepositoryEntityLayer } from "../src/entities/git/RepositoryEntity.ts"
 import { MonitorSchedulingLive } from "../src/entities/monitors/MonitorScheduling.ts"
@@ -41,9 +45,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
-import { CiLive } from "./Ci.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
-import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -81,7 +83,9 @@ export const AppLive = (config: AppConfigShape) => {
     SpikeMailer,
     RepositoryEntityLayer,
     WebhookDelivery,
-    PullRequestLive()
+    PullRequestLive(),
+    CiTriggers,
+    CiWorker
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
@@ -100,7 +104,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),
-    Layer.provideMerge(CodeReviewLive),
+    Layer.provideMerge(IssuesLive),
     Layer.provideMerge(CiLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
