@@ -119,6 +119,31 @@ export const fromJunit = (root: string): Counts | undefined => {
   return counts
 }
 
+/** Failed tests of a TAP stream (node --test without a terminal): `not ok` lines and their YAML block. */
+const tapFailures = (lines: ReadonlyArray<string>): Array<TestFailure> => {
+  const failures: Array<TestFailure> = []
+  for (let i = 0; i < lines.length && failures.length < MAX_FAILURES; i++) {
+    const failed = /^(\s*)not ok \d+ - (.+?)(?: # .*)?$/.exec(lines[i])
+    if (failed === null) continue
+    const indent = failed[1]
+    let file: string | undefined
+    let message = ""
+    let parent = false
+    for (let j = i + 1; j < lines.length && lines[j].startsWith(indent + "  ") && lines[j].trim() !== "..."; j++) {
+      const line = lines[j].trim()
+      if (line === "failureType: 'subtestsFailed'") parent = true
+      const location = /^location: '(.+?):\d+:\d+'$/.exec(line)
+      if (location !== null) file = location[1].replace(/^\/workspace\//, "")
+      if (line.startsWith("error: ")) {
+        const inline = line.slice("error: ".length)
+        message = inline === "|-" || inline === "|" ? (lines[j + 1] ?? "").trim() : inline.replace(/^'(.*)'$/, "$1")
+      }
+    }
+    if (!parent) failures.push({ name: failed[2], message, ...(file === undefined ? {} : { file }) })
+  }
+  return failures
+}
+
 const int = (value: string | undefined) => value === undefined ? 0 : Number.parseInt(value, 10)
 
 /**
@@ -136,6 +161,7 @@ export const fromOutput = (log: string): Counts | undefined => {
     counts.passed = int(/^[ℹ#] pass (\d+)$/m.exec(all)?.[1])
     counts.failed = int(/^[ℹ#] fail (\d+)$/m.exec(all)?.[1])
     counts.skipped = int(/^[ℹ#] skipped (\d+)$/m.exec(all)?.[1]) + int(/^[ℹ#] todo (\d+)$/m.exec(all)?.[1])
+    counts.failures.push(...tapFailures(lines))
     const start = lines.findIndex((line) => line.startsWith("✖ failing tests:"))
     for (let i = Math.max(start, 0); start >= 0 && i < lines.length; i++) {
       const failed = /^✖ (.+?)(?: \([\d.]+m?s\))?$/.exec(lines[i])
