@@ -89,6 +89,13 @@ const makeBubblewrap = Effect.fnUntraced(function*(
   // One folder per process (removed when it stops), so runners sharing a machine never collide.
   const parent = options?.workDir ?? Option.getOrElse(configured, () => Os.tmpdir())
   const killGraceMs = options?.killGraceMs ?? 10_000
+  const limits: SandboxLimits = {
+    ...defaultLimits,
+    memoryBytes: (yield* Config.Int("CI_MEMORY_MB").pipe(Config.withDefault(defaultLimits.memoryBytes / 1024 ** 2))) *
+      1024 ** 2,
+    processes: yield* Config.Int("CI_MAX_PROCESSES").pipe(Config.withDefault(defaultLimits.processes)),
+    cpuSeconds: yield* Config.Int("CI_CPU_SECONDS").pipe(Config.withDefault(defaultLimits.cpuSeconds))
+  }
   const root = yield* Effect.acquireRelease(
     Effect.tryPromise({
       try: async () => {
@@ -146,7 +153,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(
         home: Path.join(workspace.dir, "home"),
         passwd: Path.join(workspace.dir, "passwd"),
         uid: workspace.uid,
-        limits: options.limits ?? defaultLimits,
+        limits: options.limits ?? limits,
         command: options.command
       })
       // The job's whole environment: nothing of Canopy's own is inherited.
