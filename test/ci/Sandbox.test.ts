@@ -5,7 +5,7 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { gitClient } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
-import { ciRepo } from "./support.ts"
+import { ciRepo, hostProcesses } from "./support.ts"
 
 // Limits low enough for a shared machine; the canary must never reach a job.
 process.env.CI_MEMORY_MB = "1536"
@@ -66,16 +66,6 @@ const connect = (host, port) => new Promise((resolve) => {
 const forkBomb = "bomb() { bomb | bomb & }; bomb; i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done; echo survived"
 const memoryHog = `node -e 'const a=[];try{for(;;)a.push(Buffer.allocUnsafe(64*1024*1024))}` +
   `catch(e){console.log("blocked:memory after "+a.length*64+" MiB: "+e.message)}'`
-
-/** Host processes whose command line contains `text`. */
-const hostProcesses = (text: string) =>
-  Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).filter((pid) => {
-    try {
-      return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").includes(text)
-    } catch {
-      return false
-    }
-  })
 
 layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sandbox", (it) => {
   it.effect("escape attempts from inside a job all fail, and the server stays healthy", () =>

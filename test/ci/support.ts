@@ -1,3 +1,4 @@
+import * as Fs from "node:fs"
 import { Effect } from "effect"
 import { commit, createRepo, type GitClient } from "../git/gitClient.ts"
 import { request } from "../support/app.ts"
@@ -93,4 +94,14 @@ export const pushCommit = (git: GitClient, dir: string, files: Record<string, st
     const head = yield* commit(git, dir, files, `change ${Object.keys(files).join(", ")}`)
     yield* git.ok(["push", "-q", "origin", `HEAD:${branch}`], { cwd: dir })
     return head
+  })
+
+/** Host processes whose command line contains `text` (a job's processes must not outlive it). */
+export const hostProcesses = (text: string) =>
+  Fs.readdirSync("/proc").filter((name) => /^\d+$/.test(name)).filter((pid) => {
+    try {
+      return Fs.readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ").includes(text)
+    } catch {
+      return false
+    }
   })
