@@ -219,7 +219,8 @@ export const completeJob = (
       message = ${outcome.message}, completed_at = now(),
       minutes = CASE WHEN started_at IS NULL THEN 0
                      ELSE GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int END
-    WHERE id = ${jobId} RETURNING ${sql.literal(JOB_COLUMNS)}`.pipe(decodeRows(JobRow), Effect.map((rows) => rows[0]))
+    WHERE id = ${jobId} AND status = 'running'
+    RETURNING ${sql.literal(JOB_COLUMNS)}`.pipe(decodeRows(JobRow), Effect.map((rows) => rows[0] as JobRow | undefined))
 
 /** Marks the run's jobs that did not run `skipped`. */
 export const skipRemainingJobs = (sql: SqlClient.SqlClient, runId: string) =>
@@ -250,14 +251,12 @@ export const requestCancel = (sql: SqlClient.SqlClient, runId: string) =>
     Effect.map((rows) => rows.length > 0)
   )
 
-/** Records that `runner` is alive; returns its runs whose cancel was requested. */
+/** Records that `runner` is alive; returns the runs it still holds and whether each was cancelled. */
 export const heartbeat = (sql: SqlClient.SqlClient, runner: string) =>
-  sql<{ id: string }>`
+  sql<{ id: string; cancel_requested: boolean }>`
     UPDATE ci_runs SET heartbeat_at = now() WHERE runner = ${runner} AND status = 'running'
     RETURNING id, cancel_requested`.pipe(
-    Effect.map((rows) =>
-      new Set(rows.filter((row) => (row as unknown as { cancel_requested: boolean }).cancel_requested).map((row) => row.id))
-    )
+    Effect.map((rows) => new Map(rows.map((row) => [row.id, row.cancel_requested])))
   )
 
 /** Running runs whose runner has not been heard of for `staleSeconds`. */

@@ -157,7 +157,10 @@ export class RunExecution extends Context.Service<RunExecution, {
             break
         }
         const completed = yield* completeJob(sql, job.id, result).pipe(Effect.orDie)
-        yield* publishRunChange(sql, repo, row, { kind: "job_completed", job: toJob(completed) })
+        // Undefined: the job was already ended elsewhere (the run was swept as lost).
+        if (completed !== undefined) {
+          yield* publishRunChange(sql, repo, row, { kind: "job_completed", job: toJob(completed) })
+        }
         return result
       })
 

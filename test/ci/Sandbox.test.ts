@@ -5,11 +5,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { gitClient } from "../git/gitClient.ts"
 import { request, startApp } from "../support/app.ts"
-import { ciRepo, hostProcesses } from "./support.ts"
+import { ciRepo, hostProcesses, withEnv } from "./support.ts"
 
-// Limits low enough for a shared machine; the canary must never reach a job.
-process.env.CI_MEMORY_MB = "1536"
-process.env.CI_MAX_PROCESSES = "128"
+// The canary (in the server's own environment) must never reach a job.
 const canary = `canary-${process.pid}-${Date.now()}`
 process.env.CANOPY_TEST_CANARY = canary
 
@@ -20,7 +18,8 @@ class TestApp extends Context.Service<TestApp, {
 }>()("test/ci/SandboxApp") {}
 const TestAppLive = Layer.effect(
   TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, databaseUrl: app.databaseUrl }))
+  // Limits low enough for a shared machine.
+  Effect.map(startApp(undefined, withEnv({ CI_MEMORY_MB: "1536", CI_MAX_PROCESSES: "128" })), (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, databaseUrl: app.databaseUrl }))
 )
 
 /** Every attempt prints `ESCAPED:<what>` when it worked, `blocked:<what>` when it did not. */

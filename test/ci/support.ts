@@ -1,5 +1,5 @@
 import * as Fs from "node:fs"
-import { Effect } from "effect"
+import { ConfigProvider, Context, Effect } from "effect"
 import { commit, createRepo, type GitClient } from "../git/gitClient.ts"
 import { request } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
@@ -105,3 +105,10 @@ export const hostProcesses = (text: string) =>
       return false
     }
   })
+
+/** The app's environment (Config reads it once per process): the real one plus `env`. */
+export const withEnv = (env: Record<string, string>) =>
+  Context.make(
+    ConfigProvider.ConfigProvider,
+    ConfigProvider.fromEnv({ env: { ...process.env as Record<string, string>, ...env } })
+  ) as Context.Context<never>

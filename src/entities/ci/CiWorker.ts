@@ -69,11 +69,14 @@ export const CiWorker = Layer.effectDiscard(Effect.gen(function*() {
   })).pipe(restartOnFailure("CI: LISTEN failed, reconnecting"), Effect.forkScoped)
 
   yield* Effect.andThen(
-    Effect.flatMap(heartbeat(sql, runner), (cancels) =>
-      Effect.forEach(cancels, (id) => {
-        const signal = active.get(id)
-        return signal === undefined ? Effect.void : Deferred.succeed(signal, undefined)
-      }, { discard: true })),
+    Effect.suspend(() => {
+      // Only runs held before the heartbeat's query: one claimed meanwhile is not in its answer.
+      const before = [...active.entries()]
+      return Effect.flatMap(heartbeat(sql, runner), (held) =>
+        // Cancelled, or no longer ours (swept as lost after a long pause): stop the job.
+        Effect.forEach(before, ([id, signal]) =>
+          held.get(id) === false ? Effect.void : Deferred.succeed(signal, undefined), { discard: true }))
+    }),
     Effect.sleep(HEARTBEAT_EVERY)
   ).pipe(Effect.forever, restartOnFailure("CI: heartbeat failed"), Effect.forkScoped)
 
