@@ -86,9 +86,9 @@ export class CiRuns extends Context.Service<CiRuns, {
             minutesLimit: ciMinutesPerMonth[plan]
           })
           yield* publishRunChange(sql, repo, inserted, { kind: "changed" })
+          yield* reportStatus(statuses, repo, inserted)
           return inserted
         })).pipe(Effect.orDie)
-        yield* reportStatus(statuses, repo, row)
         return toRun(row)
       })
 
@@ -155,13 +155,11 @@ export class CiRuns extends Context.Service<CiRuns, {
             if (completed !== undefined) {
               yield* skipRemainingJobs(sql, row.id)
               yield* publishRunChange(sql, repo, completed, { kind: "completed", testSummary: null })
+              yield* reportStatus(statuses, repo, completed)
             }
             return completed
           })).pipe(Effect.orDie)
-          if (done !== undefined) {
-            yield* reportStatus(statuses, repo, done)
-            return toRun(done)
-          }
+          if (done !== undefined) return toRun(done)
         }
         yield* requestCancel(sql, row.id).pipe(Effect.orDie)
         // The worker notices within a heartbeat and stops the job (SIGTERM, SIGKILL after 10 s).

@@ -66,15 +66,15 @@ export class RunExecution extends Context.Service<RunExecution, {
         message: string | null,
         testSummary: TestSummary | null
       ) {
-        const done = yield* sql.withTransaction(Effect.gen(function*() {
+        yield* sql.withTransaction(Effect.gen(function*() {
           yield* skipRemainingJobs(sql, runId)
           const completed = yield* completeRun(sql, runId, { conclusion, message, testSummary })
           if (completed !== undefined && repo !== undefined) {
             yield* publishRunChange(sql, repo, completed, { kind: "completed", testSummary })
+            // In the same transaction: a completed run always has its final status.
+            yield* reportStatus(statuses, repo, completed)
           }
-          return completed
         })).pipe(Effect.orDie)
-        if (done !== undefined && repo !== undefined) yield* reportStatus(statuses, repo, done)
       })
 
       const runJob = Effect.fn("RunExecution.runJob")(function*(
