@@ -95,7 +95,13 @@ export const readVariables = (sql: SqlClient.SqlClient, repoId: string) =>
   )
 
 /** Inserts or replaces; true when the variable is new. */
-export const upsertVariable = (sql: SqlClient.SqlClient, repoId: string, name: string, secret: boolean, value: string) =>
+export const upsertVariable = (
+  sql: SqlClient.SqlClient,
+  repoId: string,
+  name: string,
+  secret: boolean,
+  value: string
+) =>
   sql<{ created: boolean }>`
     INSERT INTO ci_variables (repo_id, name, secret, value) VALUES (${repoId}, ${name}, ${secret}, ${value})
     ON CONFLICT (repo_id, name) DO UPDATE SET secret = EXCLUDED.secret, value = EXCLUDED.value, updated_at = now()

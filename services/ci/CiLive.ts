@@ -9,8 +9,11 @@ import { CI_CONTEXT } from "./RunReports.ts"
 /** With CI enabled on a repository, auto-merge and the AI's merge wait for `ci/test` (GUIDE §14). */
 const CiMergeGate = Layer.effect(
   ServerMergeStatusChecks,
-  Effect.map(CiSettings, (settings) => (repo) =>
-    Effect.map(settings.config(repo), (config): ReadonlyArray<string> => config.enabled ? [CI_CONTEXT] : []))
+  Effect.map(
+    CiSettings,
+    (settings) => (repo) =>
+      Effect.map(settings.config(repo), (config): ReadonlyArray<string> => config.enabled ? [CI_CONTEXT] : [])
+  )
 )
 
 /** CI's services (GUIDE §14): settings and runs for the API, the execution of claimed runs, the merge gate. */

@@ -1,7 +1,11 @@
 import { Effect, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { CiJob, CiRun, JobConclusion, RunConclusion, RunEvent, TestSummary } from "../../schemas/ci/Ci.ts"
-import { JobConclusion as JobConclusionSchema, JobStatus, RunConclusion as RunConclusionSchema } from "../../schemas/ci/Ci.ts"
+import {
+  JobConclusion as JobConclusionSchema,
+  JobStatus,
+  RunConclusion as RunConclusionSchema
+} from "../../schemas/ci/Ci.ts"
 import { RunEvent as RunEventSchema, RunStatus, TestSummary as TestSummarySchema } from "../../schemas/ci/Ci.ts"
 import { decodeRows } from "../platform/Rows.ts"
 

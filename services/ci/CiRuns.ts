@@ -9,7 +9,6 @@ import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { ciConcurrentJobs, ciMinutesPerMonth } from "../tenancy/Plans.ts"
-import { CiSettings } from "./CiSettings.ts"
 import {
   completeRun,
   insertRun,
@@ -23,6 +22,7 @@ import {
   toJob,
   toRun
 } from "./CiRunRows.ts"
+import { CiSettings } from "./CiSettings.ts"
 import { publishRunChange, reportStatus } from "./RunReports.ts"
 
 export interface RunTrigger {
@@ -49,7 +49,10 @@ export class CiRuns extends Context.Service<CiRuns, {
     sender: RunTrigger["sender"],
     input: TriggerRun
   ): Effect.Effect<CiRun, Conflict | ValidationError>
-  list(repo: RepoRecord, query: { status?: RunStatus | undefined; limit?: number | undefined }): Effect.Effect<CiRunList>
+  list(
+    repo: RepoRecord,
+    query: { status?: RunStatus | undefined; limit?: number | undefined }
+  ): Effect.Effect<CiRunList>
   detail(repo: RepoRecord, number: number): Effect.Effect<CiRunDetail, NotFound>
   cancel(repo: RepoRecord, number: number): Effect.Effect<CiRun, NotFound | Conflict>
   rerun(repo: RepoRecord, plan: Plan, number: number, sender: RunTrigger["sender"]): Effect.Effect<
@@ -106,11 +109,13 @@ export class CiRuns extends Context.Service<CiRuns, {
           if (branch === undefined) return yield* invalid(`Branch '${input.branch}' not found`, "branch")
           const sha = input.commitSha ?? branch.commitSha
           if (sha !== branch.commitSha) {
-            const reachable = yield* cache.use(repo, (synced) =>
-              runGit({ gitDir: synced.dir, args: ["merge-base", "--is-ancestor", sha, branch.commitSha] })).pipe(
-                Effect.as(true),
-                Effect.catch(() => Effect.succeed(false))
-              )
+            const reachable = yield* cache.use(
+              repo,
+              (synced) => runGit({ gitDir: synced.dir, args: ["merge-base", "--is-ancestor", sha, branch.commitSha] })
+            ).pipe(
+              Effect.as(true),
+              Effect.catch(() => Effect.succeed(false))
+            )
             if (!reachable) {
               return yield* invalid(`Commit ${sha} is not reachable from '${input.branch}'`, "commitSha")
             }

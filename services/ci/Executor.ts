@@ -8,6 +8,7 @@ import { runGit } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import {
   defaultLimits,
+  isRoot,
   SANDBOX_HOME,
   SANDBOX_PATH,
   sandboxArgv,
@@ -78,7 +79,7 @@ const tool = (command: string, args: ReadonlyArray<string>) =>
   })
 
 /** A host uid no account uses, fresh per run, so runs cannot touch each other's files or processes. */
-const freshUid = () => 200_000 + Math.floor(Math.random() * 60_000)
+const freshUid = () => isRoot() ? 200_000 + Math.floor(Math.random() * 60_000) : process.getuid?.() ?? 65_534
 
 const makeBubblewrap = Effect.fnUntraced(function*(
   options?: { readonly workDir?: string; readonly killGraceMs?: number }
@@ -138,9 +139,13 @@ const makeBubblewrap = Effect.fnUntraced(function*(
               Effect.mapError(fail(`export of ${sha.slice(0, 12)} failed`))
             )
           yield* tool("tar", ["-xf", tar, "-C", workspace, "--no-same-owner", "--no-same-permissions"])
-          yield* Effect.promise(() => FsP.rm(tar, { force: true }))
-          yield* tool("chown", ["-R", `${uid}:${uid}`, workspace, home])
-          yield* Effect.tryPromise({ try: () => FsP.chown(dir, uid, uid), catch: fail("chown a workspace") })
+          yield* Effect.promise(() =>
+            FsP.rm(tar, { force: true })
+          )
+          if (isRoot()) {
+            yield* tool("chown", ["-R", `${uid}:${uid}`, workspace, home])
+            yield* Effect.tryPromise({ try: () => FsP.chown(dir, uid, uid), catch: fail("chown a workspace") })
+          }
           return { dir, uid }
         })
       )

@@ -6,7 +6,6 @@ import type { CiJob, JobConclusion, RunConclusion, TestSummary } from "../../sch
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
-import { CiSettings } from "./CiSettings.ts"
 import {
   appendLog,
   completeJob,
@@ -19,6 +18,7 @@ import {
   startJob,
   toJob
 } from "./CiRunRows.ts"
+import { CiSettings } from "./CiSettings.ts"
 import { DETECTION_FILES, planJobs } from "./Detection.ts"
 import { Executor, type Workspace } from "./Executor.ts"
 import { LogMasker } from "./LogMasker.ts"
@@ -216,10 +216,23 @@ export class RunExecution extends Context.Service<RunExecution, {
           let testLog: string | undefined
           for (const job of jobs) {
             const current = (yield* selectRunById(sql, claimed.id).pipe(Effect.orDie)) ?? claimed
-            const result = yield* runJob(repo, current, workspace.success, job, env, variables.secrets, config.timeout, cancelled)
+            const result = yield* runJob(
+              repo,
+              current,
+              workspace.success,
+              job,
+              env,
+              variables.secrets,
+              config.timeout,
+              cancelled
+            )
             if (job.name === "test") testLog = result.log
             if (result.conclusion !== "success") {
-              conclusion = result.conclusion === "cancelled" ? "cancelled" : result.conclusion === "error" ? "error" : "failure"
+              conclusion = result.conclusion === "cancelled"
+                ? "cancelled"
+                : result.conclusion === "error"
+                ? "error"
+                : "failure"
               message = `${job.name}: ${result.message ?? result.conclusion}`
               break
             }
@@ -229,7 +242,11 @@ export class RunExecution extends Context.Service<RunExecution, {
           const summary = testLog === undefined ? null : yield* Effect.promise(() => summarize(root, testLog))
           const masked = summary === null ? null : {
             ...summary,
-            failures: summary.failures.map((failure) => ({ ...failure, name: mask(failure.name), message: mask(failure.message) }))
+            failures: summary.failures.map((failure) => ({
+              ...failure,
+              name: mask(failure.name),
+              message: mask(failure.message)
+            }))
           }
           yield* finish(repo, claimed.id, conclusion, message, masked)
         }))

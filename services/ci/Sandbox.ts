@@ -73,6 +73,8 @@ const INIT = [
 /** Tools the sandbox needs on the host (installed by `.ci/run` and the Dockerfile). */
 export const SANDBOX_TOOLS = ["/usr/bin/bwrap", "/usr/bin/prlimit", "/usr/bin/setpriv"] as const
 
+export const isRoot = () => process.getuid?.() === 0
+
 export const sandboxAvailable = (): boolean => SANDBOX_TOOLS.every((tool) => Fs.existsSync(tool))
 
 /**
@@ -95,12 +97,10 @@ export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
     "--nofile=4096",
     "--core=0",
     "--",
-    "/usr/bin/setpriv",
-    `--reuid=${spec.uid}`,
-    `--regid=${spec.uid}`,
-    "--clear-groups",
-    "--no-new-privs",
-    "--",
+    // As root, drop to the run's own uid; otherwise bwrap runs as this (unprivileged) user.
+    ...(isRoot()
+      ? ["/usr/bin/setpriv", `--reuid=${spec.uid}`, `--regid=${spec.uid}`, "--clear-groups", "--no-new-privs", "--"]
+      : []),
     "/usr/bin/bwrap",
     "--unshare-user",
     "--unshare-pid",

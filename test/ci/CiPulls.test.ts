@@ -29,7 +29,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI on
       const rule = yield* request(`${ci.url("/branches/protection")}`, {
         method: "POST",
         token: repo.key,
-        body: { branchPattern: "main", requiredApprovals: 0, requireStatusChecks: true, requiredStatusChecks: ["ci/test"] }
+        body: {
+          branchPattern: "main",
+          requiredApprovals: 0,
+          requireStatusChecks: true,
+          requiredStatusChecks: ["ci/test"]
+        }
       })
       expect(rule.status).toBe(201)
       const head = yield* pushBranch(git, dir, "feature", [{ "test/math.test.js": failingTest }])

@@ -80,7 +80,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI ru
       expect((yield* ci.patchConfig({ enable: true })).status).toBe(400)
       const patched = yield* ci.patchConfig({ enabled: true, projectType: "nodejs", lintCommand: "npm run lint" })
       expect(patched.status).toBe(200)
-      expect(patched.body).toMatchObject({ enabled: true, projectType: "nodejs", lintCommand: "npm run lint", timeout: 600 })
+      expect(patched.body).toMatchObject({
+        enabled: true,
+        projectType: "nodejs",
+        lintCommand: "npm run lint",
+        timeout: 600
+      })
       expect((yield* ci.patchConfig({ lintCommand: null })).body.lintCommand).toBeNull()
 
       const created = yield* ci.putVariable("API_TOKEN", { value: "tok-123456", secret: true })
@@ -124,22 +129,32 @@ setTimeout(() => {
       const { ci, head, repo } = yield* ciRepo(git, baseUrl, slug("ci-env"), {
         config: { installCommand: "echo install", testCommand: "node print.js" },
         files: { "print.js": script }
-      }).pipe(Effect.tap(({ ci }) =>
-        Effect.all([ci.putVariable("MY_TOKEN", { value: secret, secret: true }), ci.putVariable("REGION", { value: "eu" })])
-      ))
+      }).pipe(
+        Effect.tap(({ ci }) =>
+          Effect.all([
+            ci.putVariable("MY_TOKEN", { value: secret, secret: true }),
+            ci.putVariable("REGION", { value: "eu" })
+          ])
+        )
+      )
       // The push above ran before the variables existed: run again now.
       const first = yield* ci.completed(1)
       const triggered = yield* ci.trigger({ branch: "main" })
       expect(triggered.status).toBe(201)
       expect(triggered.body).toMatchObject({ number: 2, event: "manual", branch: "main", commitSha: head })
       // While the test job runs, its log already holds what it printed.
-      const running = yield* eventually("test job running with output", Effect.gen(function*() {
-        const detail = (yield* ci.run(2)).body
-        const job = detail.jobs.find((j: any) => j.name === "test")
-        if (job === undefined || job.status !== "running") return undefined
-        const log = yield* ci.log(2, job.id)
-        return log.text.includes("waiting") ? { detail, log } : undefined
-      }), (value) => value !== undefined, { timeoutMs: 60_000, pollMs: 100 })
+      const running = yield* eventually(
+        "test job running with output",
+        Effect.gen(function*() {
+          const detail = (yield* ci.run(2)).body
+          const job = detail.jobs.find((j: any) => j.name === "test")
+          if (job === undefined || job.status !== "running") return undefined
+          const log = yield* ci.log(2, job.id)
+          return log.text.includes("waiting") ? { detail, log } : undefined
+        }),
+        (value) => value !== undefined,
+        { timeoutMs: 60_000, pollMs: 100 }
+      )
       expect(running!.detail.run.status).toBe("running")
       expect(running!.log.type).toMatch(/^text\/plain/)
       expect(running!.log.text).not.toContain("finished")
@@ -176,13 +191,21 @@ setInterval(() => {}, 1000)
         config: { installCommand: "echo install", testCommand: "node hang.js", lintCommand: "echo lint" },
         files: { "hang.js": hang }
       })
-      yield* eventually("test job running", Effect.map(ci.run(1), (r) => r.body.jobs ?? []), (jobs: any) =>
-        jobs.some((j: any) => j.name === "test" && j.status === "running"), { timeoutMs: 60_000 })
+      yield* eventually(
+        "test job running",
+        Effect.map(ci.run(1), (r) => r.body.jobs ?? []),
+        (jobs: any) => jobs.some((j: any) => j.name === "test" && j.status === "running"),
+        { timeoutMs: 60_000 }
+      )
       const cancelled = yield* ci.cancel(1)
       expect(cancelled.status).toBe(200)
       expect(cancelled.body).toMatchObject({ number: 1, status: "completed", conclusion: "cancelled" })
       const detail = (yield* ci.run(1)).body
-      expect(detail.jobs.map((j: any) => `${j.name}:${j.conclusion}`)).toEqual(["install:success", "lint:success", "test:cancelled"])
+      expect(detail.jobs.map((j: any) => `${j.name}:${j.conclusion}`)).toEqual([
+        "install:success",
+        "lint:success",
+        "test:cancelled"
+      ])
       expect(detail.testSummary).toBeNull()
       const statuses = (yield* ci.statuses(detail.run.commitSha)).body.statuses
       expect(statuses[0]).toMatchObject({ context: "ci/test", state: "error" })
@@ -193,8 +216,12 @@ setInterval(() => {}, 1000)
       const rerun = yield* ci.rerun(1)
       expect(rerun.status).toBe(201)
       expect(rerun.body).toMatchObject({ number: 2, rerunOf: 1, commitSha: detail.run.commitSha, status: "queued" })
-      yield* eventually("rerun's test job running", Effect.map(ci.run(2), (r) => r.body.jobs ?? []), (jobs: any) =>
-        jobs.some((j: any) => j.name === "test" && j.status === "running"), { timeoutMs: 60_000 })
+      yield* eventually(
+        "rerun's test job running",
+        Effect.map(ci.run(2), (r) => r.body.jobs ?? []),
+        (jobs: any) => jobs.some((j: any) => j.name === "test" && j.status === "running"),
+        { timeoutMs: 60_000 }
+      )
       expect((yield* ci.cancel(2)).body.conclusion).toBe("cancelled")
       expect((yield* ci.cancel(99)).status).toBe(404)
     }).pipe(Effect.scoped))
@@ -237,7 +264,10 @@ setInterval(() => {}, 1000)
       // triggerOnPush is off: nothing ran.
       expect((yield* ci.runs()).body.count).toBe(0)
       expect((yield* ci.trigger({ branch: "main" })).body).toMatchObject({ number: 1, commitSha: second })
-      expect((yield* ci.trigger({ branch: "main", commitSha: head })).body).toMatchObject({ number: 2, commitSha: head })
+      expect((yield* ci.trigger({ branch: "main", commitSha: head })).body).toMatchObject({
+        number: 2,
+        commitSha: head
+      })
       expect((yield* ci.trigger({ branch: "main", commitSha: side })).status).toBe(400)
       expect((yield* ci.trigger({ branch: "nope" })).status).toBe(400)
       expect((yield* ci.trigger({ branch: "main", commitSha: "xyz" })).status).toBe(400)

@@ -19,7 +19,10 @@ class TestApp extends Context.Service<TestApp, {
 const TestAppLive = Layer.effect(
   TestApp,
   // Limits low enough for a shared machine.
-  Effect.map(startApp(undefined, withEnv({ CI_MEMORY_MB: "1536", CI_MAX_PROCESSES: "128" })), (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, databaseUrl: app.databaseUrl }))
+  Effect.map(
+    startApp(undefined, withEnv({ CI_MEMORY_MB: "1536", CI_MAX_PROCESSES: "128" })),
+    (app) => ({ baseUrl: app.baseUrl, dataDir: app.config.dataDir, databaseUrl: app.databaseUrl })
+  )
 )
 
 /** Every attempt prints `ESCAPED:<what>` when it worked, `blocked:<what>` when it did not. */
@@ -88,7 +91,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
         `/root/${marker}`
       ]
       const config = {
-        reads: [masterKey, Path.join(dataDir, "admin-token"), "/etc/shadow", "/proc/1/root/etc/shadow", "/root/.bashrc"],
+        reads: [
+          masterKey,
+          Path.join(dataDir, "admin-token"),
+          "/etc/shadow",
+          "/proc/1/root/etc/shadow",
+          "/root/.bashrc"
+        ],
         secrets: [canary, Fs.readFileSync(masterKey, "utf8").trim().slice(0, 24)],
         targets: [
           ["127.0.0.1", appPort],

@@ -1,5 +1,5 @@
-import * as Fs from "node:fs"
 import { ConfigProvider, Context, Effect } from "effect"
+import * as Fs from "node:fs"
 import { commit, createRepo, type GitClient } from "../git/gitClient.ts"
 import { request } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
@@ -60,7 +60,8 @@ export const ciApi = (baseUrl: string, repo: { slug: string; name: string; key: 
       Effect.map(
         eventually(`run #${number} completed`, request(url(`/ci/runs/${number}`), { token }), (r) =>
           r.status === 200 && r.body.run.status === "completed", { timeoutMs, pollMs: 200 }),
-        (r) => r.body
+        (r) =>
+          r.body
       )
   }
 }

@@ -40,10 +40,13 @@ export const CiWorker = Layer.effectDiscard(Effect.gen(function*() {
   const executor = yield* Executor
 
   yield* Effect.andThen(
-    Effect.flatMap(lostRuns(sql, lostAfter), (ids) =>
-      Effect.forEach(ids, (id) => execution.abandon(id, "Runner lost: the job's runner stopped answering"), {
-        discard: true
-      })),
+    Effect.flatMap(
+      lostRuns(sql, lostAfter),
+      (ids) =>
+        Effect.forEach(ids, (id) => execution.abandon(id, "Runner lost: the job's runner stopped answering"), {
+          discard: true
+        })
+    ),
     Effect.sleep(SWEEP_EVERY)
   ).pipe(Effect.forever, restartOnFailure("CI: runner-lost sweep failed"), Effect.forkScoped)
 

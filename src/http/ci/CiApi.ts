@@ -18,7 +18,10 @@ import { docs } from "../platform/OpenApiDocs.ts"
 import { Authentication, RequiredScope } from "../tenancy/Security.ts"
 
 const repoParams = { org: Schema.String, repo: Schema.String }
-const runParams = { ...repoParams, number: Schema.FiniteFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1)) }
+const runParams = {
+  ...repoParams,
+  number: Schema.FiniteFromString.check(Schema.isInt(), Schema.isGreaterThanOrEqualTo(1))
+}
 
 /**
  * CI (spec 001 "CI"; GUIDE §14): configuration (`code:admin` to change), variables
@@ -28,7 +31,10 @@ const runParams = { ...repoParams, number: Schema.FiniteFromString.check(Schema.
 export class CiApi extends HttpApiGroup.make("ci").add(
   HttpApiEndpoint.get("config", "/ci/config", { params: repoParams, success: CiConfig, error: NotFound })
     .annotate(RequiredScope, "code:read").annotateMerge(
-      docs("CI configuration", "Every field with its default; `enabled` is false until an admin turns CI on. Scope `code:read`.")
+      docs(
+        "CI configuration",
+        "Every field with its default; `enabled` is false until an admin turns CI on. Scope `code:read`."
+      )
     ),
   HttpApiEndpoint.patch("updateConfig", "/ci/config", {
     params: repoParams,
@@ -75,7 +81,12 @@ export class CiApi extends HttpApiGroup.make("ci").add(
         "enabled. Scope `code:write`."
     )
   ),
-  HttpApiEndpoint.get("runs", "/ci/runs", { params: repoParams, query: CiRunsQuery, success: CiRunList, error: NotFound })
+  HttpApiEndpoint.get("runs", "/ci/runs", {
+    params: repoParams,
+    query: CiRunsQuery,
+    success: CiRunList,
+    error: NotFound
+  })
     .annotate(RequiredScope, "code:read").annotateMerge(
       docs("List CI runs", "Newest first; filter by `status`, `limit` 1–100 (default 30). Scope `code:read`.")
     ),
@@ -106,6 +117,9 @@ export class CiApi extends HttpApiGroup.make("ci").add(
     success: Schema.String.pipe(HttpApiSchema.asText()),
     error: NotFound
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("A CI job's log", "`text/plain`, secrets masked; while the job runs, what it printed so far. Scope `code:read`.")
+    docs(
+      "A CI job's log",
+      "`text/plain`, secrets masked; while the job runs, what it printed so far. Scope `code:read`."
+    )
   )
 ).prefix("/api/v1/code/repos/:org/:repo").middleware(Authentication) {}
