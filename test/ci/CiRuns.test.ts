@@ -1,13 +1,16 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { createRepo, gitClient } from "../git/gitClient.ts"
 import { addMember } from "../pulls/support.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { ciApi, ciRepo, failingTest, hostProcesses, nodeProject, passingTest, pushCommit } from "./support.ts"
 
-class TestApp extends Context.Service<TestApp, { readonly baseUrl: string }>()("test/ci/CiRunsApp") {}
-const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl })))
+class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
+  "test/ci/CiRunsApp"
+) {}
+const TestAppLive = Layer.effect(TestApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql })))
 
 let counter = 0
 const slug = (name: string) => `${name}-${process.pid}-${++counter}`
@@ -49,6 +52,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI ru
       expect(passed.testSummary).toMatchObject({ total: 1, passed: 1, failed: 0, failures: [] })
       expect((yield* ci.statuses(fixed)).body.statuses[0]).toMatchObject({ context: "ci/test", state: "success" })
       expect(typeof passed.run.duration).toBe("number")
+      // The webhook events of run #2, in order, with the run (and job) in their payloads.
+      const { sql } = yield* TestApp
+      const events = yield* sql<{ type: string; data: any }>`
+        SELECT type, data FROM domain_events
+        WHERE type IN ('ci.run_started', 'ci.job_completed', 'ci.run_completed') AND data->'run'->>'id' = ${passed.run.id}
+        ORDER BY id`.pipe(Effect.orDie)
+      expect(events.map((event) => event.type)).toEqual([
+        "ci.run_started",
+        "ci.job_completed",
+        "ci.job_completed",
+        "ci.run_completed"
+      ])
+      expect(events[1].data).toMatchObject({
+        repository: { fullName: expect.stringMatching(/\/r$/) },
+        job: { name: "install", conclusion: "success" }
+      })
+      expect(events[3].data).toMatchObject({ run: { conclusion: "success" }, testSummary: { passed: 1 } })
       const listed = yield* ci.runs("?status=completed&limit=1")
       expect(listed.status).toBe(200)
       expect(listed.body.count).toBe(2)
