@@ -315,4 +315,32 @@ setInterval(() => {}, 1000)
       const two = (yield* ci.run(2)).body.run
       expect(new Date(two.startedAt).getTime()).toBeGreaterThanOrEqual(new Date(one.completedAt).getTime())
     }).pipe(Effect.scoped))
+
+  it.effect("a run started with the month's CI minutes used up ends at once with an error saying so", () =>
+    Effect.gen(function*() {
+      const { baseUrl, sql } = yield* TestApp
+      const git = yield* gitClient
+      const { ci, head, repo } = yield* ciRepo(git, baseUrl, slug("ci-minutes"), {
+        plan: "free",
+        config: { triggerOnPush: false, installCommand: "true", testCommand: "true" },
+        files: { "README.md": "x\n" }
+      })
+      // Free has 100 minutes a month: a finished run of this month used them all.
+      yield* sql`
+        INSERT INTO ci_runs (id, repo_id, org_id, number, event, branch, commit_sha, status, conclusion,
+                             max_concurrent, minutes_limit, started_at, completed_at)
+        VALUES ('run_used', ${repo.id}, ${repo.org.id}, 1000, 'manual', 'main', ${head!}, 'completed', 'success',
+                1, 100, now(), now())`.pipe(Effect.orDie)
+      yield* sql`
+        INSERT INTO ci_jobs (id, run_id, position, name, command, status, conclusion, minutes, started_at, completed_at)
+        VALUES ('job_used', 'run_used', 0, 'test', 'true', 'completed', 'success', 100, now(), now())`.pipe(
+        Effect.orDie
+      )
+      const triggered = yield* ci.trigger({ branch: "main" })
+      expect(triggered.status).toBe(201)
+      const done = yield* ci.completed(triggered.body.number)
+      expect(done.run.conclusion).toBe("error")
+      expect(done.run.message).toMatch(/used its 100 CI minutes of this month/)
+      expect(done.jobs).toEqual([])
+    }).pipe(Effect.scoped))
 })
