@@ -2,6 +2,7 @@ import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createRepo, gitClient } from "../git/gitClient.ts"
+import { connectLive, liveUrl } from "../live/client.ts"
 import { addMember } from "../pulls/support.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
@@ -274,7 +275,7 @@ setInterval(() => {}, 1000)
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
       const git = yield* gitClient
-      const { ci, dir, head } = yield* ciRepo(git, baseUrl, slug("ci-manual"), {
+      const { ci, dir, head, repo } = yield* ciRepo(git, baseUrl, slug("ci-manual"), {
         config: { triggerOnPush: false, installCommand: "true", testCommand: "true" },
         files: { "README.md": "one\n" }
       })
@@ -283,6 +284,8 @@ setInterval(() => {}, 1000)
       const side = yield* pushCommit(git, dir, { "side.txt": "side\n" }, "side")
       // triggerOnPush is off: nothing ran.
       expect((yield* ci.runs()).body.count).toBe(0)
+      const live = yield* connectLive(liveUrl(baseUrl, "/api/v1/live"), { authorization: `Bearer ${repo.key}` })
+      const publicLive = yield* connectLive(liveUrl(baseUrl, `/api/v1/live/${repo.slug}`))
       expect((yield* ci.trigger({ branch: "main" })).body).toMatchObject({ number: 1, commitSha: second })
       expect((yield* ci.trigger({ branch: "main", commitSha: head })).body).toMatchObject({
         number: 2,
@@ -292,6 +295,15 @@ setInterval(() => {}, 1000)
       expect((yield* ci.trigger({ branch: "nope" })).status).toBe(400)
       expect((yield* ci.trigger({ branch: "main", commitSha: "xyz" })).status).toBe(400)
       expect((yield* ci.completed(2)).run.conclusion).toBe("success")
+      // Run and job changes reach the organization's authenticated live stream, not the public one.
+      const changes = yield* eventually(
+        "ci.run messages",
+        Effect.sync(() => live.messages.filter((m) => m.type === "ci.run" && m.data.run.number === 2)),
+        (messages) => messages.some((m) => m.data.run.status === "completed")
+      )
+      expect(changes.map((m) => m.data.run.status)).toContain("queued")
+      expect(changes.some((m) => m.data.job?.name === "test" && m.data.job.status === "completed")).toBe(true)
+      expect(publicLive.messages.filter((m) => m.type === "ci.run")).toEqual([])
     }).pipe(Effect.scoped))
 
   it.effect("plan concurrency: on Free two runs never hold slots at once; the older runs first", () =>
