@@ -6,6 +6,8 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { runGit } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
+import { BlobStore } from "../storage/BlobStore.ts"
+import { smudge } from "./LfsSmudge.ts"
 import {
   defaultLimits,
   isRoot,
@@ -42,7 +44,7 @@ export interface ExecOptions {
 
 /**
  * Where CI jobs run (GUIDE §14): one implementation now, a bubblewrap sandbox on this
- * machine. `checkout` exports a commit's tree from storage into a fresh workspace (removed
+ * machine. `checkout` exports a commit's tree from storage (LFS files smudged) into a fresh workspace (removed
  * with the scope); `exec` runs one command there. Interrupting `exec` (cancel, timeout)
  * sends SIGTERM to every process of the job and SIGKILL `killGraceMs` later.
  */
@@ -85,6 +87,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(
   options?: { readonly workDir?: string; readonly killGraceMs?: number }
 ) {
   const cache = yield* RepoCache
+  const blobs = yield* BlobStore
   const configured = yield* Config.option(Config.String("CI_WORK_DIR"))
   // Outside DATA_DIR: the sandbox's uid must traverse to its folder, and must see nothing else.
   // One folder per process (removed when it stops), so runners sharing a machine never collide.
@@ -142,6 +145,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(
           yield* Effect.promise(() =>
             FsP.rm(tar, { force: true })
           )
+          yield* smudge(blobs, repo.id, workspace)
           if (isRoot()) {
             yield* tool("chown", ["-R", `${uid}:${uid}`, workspace, home])
             yield* Effect.tryPromise({ try: () => FsP.chown(dir, uid, uid), catch: fail("chown a workspace") })

@@ -1,6 +1,7 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { createHash, randomBytes } from "node:crypto"
 import { createRepo, gitClient } from "../git/gitClient.ts"
 import { connectLive, liveUrl } from "../live/client.ts"
 import { addMember } from "../pulls/support.ts"
@@ -354,5 +355,26 @@ setInterval(() => {}, 1000)
       expect(done.run.conclusion).toBe("error")
       expect(done.run.message).toMatch(/used its 100 CI minutes of this month/)
       expect(done.jobs).toEqual([])
+    }).pipe(Effect.scoped))
+
+  it.effect("the workspace holds the commit's tree with Git LFS files smudged", () =>
+    Effect.gen(function*() {
+      const { baseUrl } = yield* TestApp
+      const git = yield* gitClient
+      const { ci, dir } = yield* ciRepo(git, baseUrl, slug("ci-lfs"), {
+        config: { installCommand: "true", testCommand: "sha256sum data.bin notes.txt" }
+      })
+      // Hooks in this work tree (it exists already), so the push uploads the objects.
+      yield* git.ok(["lfs", "install", "--local"], { cwd: dir })
+      yield* git.ok(["lfs", "track", "*.bin"], { cwd: dir })
+      const data = randomBytes(200 * 1024)
+      yield* pushCommit(git, dir, { "data.bin": data, "notes.txt": "plain\n" })
+      // The pushed tree holds a pointer; the job sees the content.
+      expect(yield* git.ok(["cat-file", "-p", "HEAD:data.bin"], { cwd: dir })).toMatch(/^version https:\/\/git-lfs/)
+      const done = yield* ci.completed(1)
+      expect(done.run.conclusion).toBe("success")
+      const log = (yield* ci.log(1, done.jobs.find((j: any) => j.name === "test").id)).text
+      expect(log).toContain(`${createHash("sha256").update(data).digest("hex")}  data.bin`)
+      expect(log).toContain(`${createHash("sha256").update("plain\n").digest("hex")}  notes.txt`)
     }).pipe(Effect.scoped))
 })

@@ -90,7 +90,7 @@ export const ciRepo = (
   })
 
 /** Commits `files` in `dir` and pushes the branch; returns the new head. */
-export const pushCommit = (git: GitClient, dir: string, files: Record<string, string>, branch = "main") =>
+export const pushCommit = (git: GitClient, dir: string, files: Record<string, string | Buffer>, branch = "main") =>
   Effect.gen(function*() {
     const head = yield* commit(git, dir, files, `change ${Object.keys(files).join(", ")}`)
     yield* git.ok(["push", "-q", "origin", `HEAD:${branch}`], { cwd: dir })
