@@ -5,9 +5,10 @@ FROM node:24-bookworm-slim
 ENV NODE_ENV=production \
     DATA_DIR=/app/.data
 
-# git: code hosting serves fetches with the git binary (GUIDE §8); ca-certificates: outbound TLS.
+# git: code hosting serves fetches with the git binary (GUIDE §8); ca-certificates: outbound TLS;
+# bubblewrap (+ util-linux's prlimit/setpriv): the CI job sandbox (GUIDE §14).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap util-linux \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

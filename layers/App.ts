@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
@@ -33,6 +34,8 @@ import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
 import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
+import { CiTriggers } from "../src/entities/ci/CiTriggers.ts"
+import { CiWorker } from "../src/entities/ci/CiWorker.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
 import { RepositoryEntityLayer } from "../src/entities/git/RepositoryEntity.ts"
 import { MonitorSchedulingLive } from "../src/entities/monitors/MonitorScheduling.ts"
@@ -82,7 +85,9 @@ export const AppLive = (config: AppConfigShape) => {
     SpikeMailer,
     RepositoryEntityLayer,
     WebhookDelivery,
-    PullRequestLive()
+    PullRequestLive(),
+    CiTriggers,
+    CiWorker
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),
@@ -102,6 +107,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),
     Layer.provideMerge(IssuesLive),
+    Layer.provideMerge(CiLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),

@@ -25,7 +25,7 @@ export const PublicLiveEventType = Schema.Literals([
 ])
 export type PublicLiveEventType = typeof PublicLiveEventType.Type
 
-export const PrivateLiveEventType = Schema.Literals(["heartbeat", "observe.spike"])
+export const PrivateLiveEventType = Schema.Literals(["heartbeat", "observe.spike", "ci.run"])
 export type PrivateLiveEventType = typeof PrivateLiveEventType.Type
 
 export const LiveSnapshot = Schema.Struct({ type: Schema.tag("snapshot"), data: StatusSummary })

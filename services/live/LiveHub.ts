@@ -37,7 +37,7 @@ const publicTypes: ReadonlySet<string> = new Set<PublicLiveEventType>([
   "incident.resolved",
   "incident.deleted"
 ])
-const privateTypes: ReadonlySet<string> = new Set<PrivateLiveEventType>(["heartbeat", "observe.spike"])
+const privateTypes: ReadonlySet<string> = new Set<PrivateLiveEventType>(["heartbeat", "observe.spike", "ci.run"])
 /**
  * Events after which the organization's status summary is recomputed (and sent if it
  * changed): the public ones, plus monitors and components being added, changed or removed.

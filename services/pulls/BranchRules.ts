@@ -90,3 +90,13 @@ export const BranchRules = Context.Reference<BranchRulesShape>("canopy/pulls/Bra
 export const MergeInProgress = Context.Reference<boolean>("canopy/pulls/MergeInProgress", {
   defaultValue: () => false
 })
+
+/**
+ * Status contexts the server's own merges (auto-merge, the AI's merge) wait for beyond the
+ * rules, per repository: CI fills it with `ci/test` when CI is enabled (GUIDE §14), whatever
+ * the plan. The default adds none.
+ */
+export const ServerMergeStatusChecks = Context.Reference<(repo: RepoRecord) => Effect.Effect<ReadonlyArray<string>>>(
+  "canopy/pulls/ServerMergeStatusChecks",
+  { defaultValue: () => () => Effect.succeed([]) }
+)

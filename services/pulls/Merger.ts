@@ -9,7 +9,13 @@ import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import { ProtectedBranches, type RepoRecord } from "../git/Repositories.ts"
 import { closeReferenced } from "../issues/IssueReferences.ts"
 import type { Actor } from "../tenancy/Actor.ts"
-import { BranchRules, type MergeActor, MergeInProgress, type MergePolicy } from "./BranchRules.ts"
+import {
+  BranchRules,
+  type MergeActor,
+  MergeInProgress,
+  type MergePolicy,
+  ServerMergeStatusChecks
+} from "./BranchRules.ts"
 import { refOf, withQuarantine } from "./Mergeability.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
 import { buildMergeCommit } from "./MergeStrategies.ts"
@@ -23,6 +29,12 @@ export interface MergeOptions {
   readonly commitMessage?: string | undefined
   readonly deleteBranch?: boolean | undefined
 }
+
+/** `policy` also requiring `contexts` (each once). */
+const withChecks = (policy: MergePolicy, contexts: ReadonlyArray<string>): MergePolicy => ({
+  ...policy,
+  requiredStatusChecks: [...new Set([...policy.requiredStatusChecks, ...contexts])]
+})
 
 /** The target moved between the merge and the compare-and-swap: try again. */
 const MAX_ATTEMPTS = 3
@@ -105,7 +117,13 @@ export class Merger extends Context.Service<Merger, {
             const mergeActor: MergeActor | null = actor === null
               ? null
               : { id: actor.id, name: actor.username, role: actor.role }
-            const policies = yield* rules.mergePolicy(repo, row.target_branch, mergeActor)
+            const ruled = yield* rules.mergePolicy(repo, row.target_branch, mergeActor)
+            // The server's merges also wait for the contexts CI requires (GUIDE §14).
+            const serverChecks = actor === null ? yield* (yield* ServerMergeStatusChecks)(repo) : []
+            const policies = serverChecks.length === 0 ? ruled : {
+              full: withChecks(ruled.full, serverChecks),
+              forActor: withChecks(ruled.forActor, serverChecks)
+            }
             const message = options.commitMessage ?? defaultMessage(row, options.strategy)
             return yield* withQuarantine(cache, synced, (quarantine) =>
               Effect.gen(function*() {

@@ -15,3 +15,27 @@ export const eventsPerMinute: Record<Plan, number | null> = {
   pro: 10_000,
   enterprise: null
 }
+
+/** CI minutes per calendar month (spec 001 "Limits"; Hobby as Free); null = unlimited. */
+export const ciMinutesPerMonth: Record<Plan, number | null> = {
+  free: 100,
+  hobby: 100,
+  pro: 1_000,
+  enterprise: null
+}
+
+/** CI jobs running at once per organization, cluster-wide (spec 001 "Limits"). */
+export const ciConcurrentJobs: Record<Plan, number> = {
+  free: 1,
+  hobby: 1,
+  pro: 5,
+  enterprise: 10
+}
+
+/** The ceiling of a CI job's timeout, seconds (spec 001 "Limits": 15 minutes on every plan). */
+export const ciTimeoutSeconds: Record<Plan, number> = {
+  free: 900,
+  hobby: 900,
+  pro: 900,
+  enterprise: 900
+}

@@ -1,4 +1,5 @@
 import { Option } from "effect"
+import { ciWebhookEventTypes } from "../../schemas/ci/Ci.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/git/Repositories.ts"
 import { incidentEvent, type IncidentEventType } from "../../schemas/incidents/Incidents.ts"
 import { issueEventTypes } from "../../schemas/issues/RepositoryIssues.ts"
@@ -34,7 +35,8 @@ export interface WebhookEvent {
 /** Repository issue and pull request events: their data is already the webhook payload. */
 const repositoryObjectEvents: ReadonlyArray<{ match(event: DomainEvent): Option.Option<unknown> }> = [
   ...issueEventTypes,
-  ...pullRequestEventTypes
+  ...pullRequestEventTypes,
+  ...ciWebhookEventTypes
 ]
 
 /** The domain event types the fan-out consumer reads. */
@@ -45,6 +47,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   DeleteEvent.type,
   ...issueEventTypes.map((kind) => kind.type),
   ...pullRequestEventTypes.map((type) => type.type),
+  ...ciWebhookEventTypes.map((type) => type.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../package.json" with { type: "json" }
+import { CiApi } from "./ci/CiApi.ts"
 import { RepositoriesApi } from "./git/RepositoriesApi.ts"
 import { IncidentsApi } from "./incidents/IncidentsApi.ts"
 import { RepositoryIssuesApi } from "./issues/RepositoryIssuesApi.ts"
@@ -48,6 +49,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(PullRequestsApi)
   .add(CodeOwnersApi)
   .add(RepositoryIssuesApi)
+  .add(CiApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

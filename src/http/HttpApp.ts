@@ -5,6 +5,7 @@ import { PublicRateLimit } from "../../services/ratelimits/PublicRateLimit.ts"
 import { RequestQuota } from "../../services/ratelimits/RequestQuota.ts"
 import { CanopyApi } from "./Api.ts"
 import { ApiRequestContext } from "./ApiRequestContext.ts"
+import { CiHandlers } from "./ci/CiHandlers.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
@@ -54,6 +55,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(PullRequestsHandlers),
   Layer.provide(CodeOwnersHandlers),
   Layer.provide(RepositoryIssuesHandlers),
+  Layer.provide(CiHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer]),
   Layer.provide(ApiRequestContext)

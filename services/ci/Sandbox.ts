@@ -1,0 +1,161 @@
+import * as Fs from "node:fs"
+
+/** Per-job resource limits (GUIDE §14), applied with `prlimit` before the sandbox starts. */
+export interface SandboxLimits {
+  /** Address space per process, bytes (RLIMIT_AS). */
+  readonly memoryBytes: number
+  /** Processes of the job's user (RLIMIT_NPROC): stops fork bombs. */
+  readonly processes: number
+  /** CPU seconds per process (RLIMIT_CPU). */
+  readonly cpuSeconds: number
+  /** Largest file a job may write, bytes (RLIMIT_FSIZE). */
+  readonly fileBytes: number
+  /** Size of the private `/tmp`, bytes. */
+  readonly tmpBytes: number
+}
+
+export const defaultLimits: SandboxLimits = {
+  memoryBytes: 4 * 1024 ** 3,
+  processes: 256,
+  cpuSeconds: 900,
+  fileBytes: 1024 ** 3,
+  tmpBytes: 512 * 1024 ** 2
+}
+
+export interface SandboxSpec {
+  /** Host folder mounted read-write at `/workspace` (the job's working directory). */
+  readonly workspace: string
+  /** Host folder mounted read-write at `/home/ci` (`HOME`). */
+  readonly home: string
+  /** A host file with the `passwd` line of the job's user, mounted at `/etc/passwd`. */
+  readonly passwd: string
+  /** The unprivileged host uid/gid the job runs as (a fresh one per run). */
+  readonly uid: number
+  readonly limits: SandboxLimits
+  readonly command: string
+}
+
+export const SANDBOX_WORKSPACE = "/workspace"
+export const SANDBOX_HOME = "/home/ci"
+export const SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/** System files a toolchain reads; each mounted read-only when the host has it. */
+const ETC_FILES = [
+  "/etc/alternatives",
+  "/etc/ssl",
+  "/etc/ca-certificates",
+  "/etc/ld.so.cache",
+  "/etc/ld.so.conf",
+  "/etc/ld.so.conf.d",
+  "/etc/localtime",
+  "/etc/nsswitch.conf",
+  "/etc/group",
+  "/etc/hosts",
+  "/etc/python3",
+  "/etc/python3.11",
+  "/etc/mime.types"
+]
+
+/**
+ * pid 1 of the job's PID namespace: runs the command, and on SIGTERM passes it to every
+ * process of the namespace (so tools can release locks). When it exits the kernel kills
+ * whatever is left in the namespace, so a job never leaves a process behind.
+ */
+const INIT = [
+  "exec 2>&1",
+  "trap 'kill -TERM -1 2>/dev/null' TERM",
+  "/bin/sh -c \"$1\" &",
+  "child=$!",
+  "while :; do wait \"$child\"; code=$?; kill -0 \"$child\" 2>/dev/null || break; done",
+  "exit \"$code\""
+].join("\n")
+
+/** Tools the sandbox needs on the host (installed by `.ci/run` and the Dockerfile). */
+export const SANDBOX_TOOLS = ["/usr/bin/bwrap", "/usr/bin/prlimit", "/usr/bin/setpriv"] as const
+
+export const isRoot = () => process.getuid?.() === 0
+
+export const sandboxAvailable = (): boolean => SANDBOX_TOOLS.every((tool) => Fs.existsSync(tool))
+
+/**
+ * The argv that runs `spec.command` in a bubblewrap sandbox (GUIDE §14): `prlimit` sets the
+ * limits, `setpriv` drops to the job's unprivileged uid, and `bwrap` (unprivileged, so with a
+ * user namespace of its own) unshares user, PID, IPC, UTS, cgroup and network namespaces.
+ * The sandbox sees read-only system folders, the workspace and its home, a private `/tmp`,
+ * and only a loopback interface of its own: no host address, no DATA_DIR, no Canopy file.
+ * `--info-fd 3` reports the outside pid of the namespace's init, which cancel signals.
+ */
+export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
+  const { limits } = spec
+  const etc = ETC_FILES.filter((path) => Fs.existsSync(path)).flatMap((path) => ["--ro-bind", path, path])
+  return [
+    "/usr/bin/prlimit",
+    `--as=${limits.memoryBytes}`,
+    `--nproc=${limits.processes}`,
+    `--cpu=${limits.cpuSeconds}`,
+    `--fsize=${limits.fileBytes}`,
+    "--nofile=4096",
+    "--core=0",
+    "--",
+    // As root, drop to the run's own uid; otherwise bwrap runs as this (unprivileged) user.
+    ...(isRoot()
+      ? ["/usr/bin/setpriv", `--reuid=${spec.uid}`, `--regid=${spec.uid}`, "--clear-groups", "--no-new-privs", "--"]
+      : []),
+    "/usr/bin/bwrap",
+    "--unshare-user",
+    "--unshare-pid",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-net",
+    "--unshare-cgroup-try",
+    "--disable-userns",
+    "--die-with-parent",
+    "--new-session",
+    "--as-pid-1",
+    "--hostname",
+    "canopy-ci",
+    "--ro-bind",
+    "/usr",
+    "/usr",
+    "--symlink",
+    "usr/bin",
+    "/bin",
+    "--symlink",
+    "usr/sbin",
+    "/sbin",
+    "--symlink",
+    "usr/lib",
+    "/lib",
+    "--symlink",
+    "usr/lib64",
+    "/lib64",
+    ...etc,
+    "--ro-bind",
+    spec.passwd,
+    "/etc/passwd",
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    "--size",
+    String(limits.tmpBytes),
+    "--tmpfs",
+    "/tmp",
+    "--bind",
+    spec.home,
+    SANDBOX_HOME,
+    "--bind",
+    spec.workspace,
+    SANDBOX_WORKSPACE,
+    "--chdir",
+    SANDBOX_WORKSPACE,
+    "--info-fd",
+    "3",
+    "--",
+    "/bin/sh",
+    "-c",
+    INIT,
+    "canopy-ci-init",
+    spec.command
+  ]
+}
