@@ -58,5 +58,6 @@ export default Effect.gen(function*() {
       ADD COLUMN severity text,
       ADD COLUMN category text,
       ADD COLUMN title text,
-      ADD COLUMN dismiss_reason text`
+      ADD COLUMN dismiss_reason text,
+      ALTER COLUMN replacement DROP NOT NULL`
 })

@@ -36,7 +36,14 @@ export class Suggestions extends Context.Service<Suggestions, {
         if (!isOpen(pull.row)) {
           return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
         }
-        if (suggestion.state === "applied") return yield* new Conflict({ message: "The suggestion is already applied" })
+        if (suggestion.state !== "open") {
+          return yield* new Conflict({
+            message: suggestion.state === "applied" ? "The suggestion is already applied" : "The suggestion was dismissed"
+          })
+        }
+        if (suggestion.replacement === null) {
+          return yield* new Conflict({ message: "The suggestion has no replacement text to apply" })
+        }
         const [author] = yield* sql`SELECT username, name, email FROM users WHERE id = ${suggestion.author_id}`.pipe(
           decodeRows(AuthorRow),
           Effect.orDie
