@@ -1,4 +1,5 @@
 import { Option } from "effect"
+import { aiReviewEventTypes } from "../../schemas/ai/AiReviewEvents.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/git/Repositories.ts"
 import { issueEventTypes } from "../../schemas/issues/RepositoryIssues.ts"
 import { MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
@@ -32,7 +33,8 @@ export interface WebhookEvent {
 /** Repository issue and pull request events: their data is already the webhook payload. */
 const repositoryObjectEvents: ReadonlyArray<{ match(event: DomainEvent): Option.Option<unknown> }> = [
   ...issueEventTypes,
-  ...pullRequestEventTypes
+  ...pullRequestEventTypes,
+  ...aiReviewEventTypes
 ]
 
 /** The domain event types the fan-out consumer reads. */
@@ -43,6 +45,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   DeleteEvent.type,
   ...issueEventTypes.map((kind) => kind.type),
   ...pullRequestEventTypes.map((type) => type.type),
+  ...aiReviewEventTypes.map((type) => type.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 

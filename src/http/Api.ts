@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../package.json" with { type: "json" }
+import { AiApi } from "./ai/AiApi.ts"
 import { RepositoriesApi } from "./git/RepositoriesApi.ts"
 import { IncidentsApi } from "./incidents/IncidentsApi.ts"
 import { RepositoryIssuesApi } from "./issues/RepositoryIssuesApi.ts"
@@ -47,6 +48,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(PullRequestsApi)
   .add(CodeOwnersApi)
   .add(RepositoryIssuesApi)
+  .add(AiApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

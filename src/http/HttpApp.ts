@@ -7,6 +7,7 @@ import { CanopyApi } from "./Api.ts"
 import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
+import { AiHandlers } from "./ai/AiHandlers.ts"
 import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
@@ -52,6 +53,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(PullRequestsHandlers),
   Layer.provide(CodeOwnersHandlers),
   Layer.provide(RepositoryIssuesHandlers),
+  Layer.provide(AiHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer]),
   Layer.provide(ApiRequestContext)
