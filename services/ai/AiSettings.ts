@@ -5,8 +5,8 @@ import { type NotFound, ValidationError } from "../../schemas/platform/Errors.ts
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { Crypto } from "../platform/Crypto.ts"
-import { openApiKey, sealApiKey } from "./ApiKeySeal.ts"
 import { type AiSettingsRow, findSettings, upsertSettings } from "./AiSettingsRows.ts"
+import { openApiKey, sealApiKey } from "./ApiKeySeal.ts"
 
 /** What a review needs to call the model: the settings and the opened key (never logged: Redacted). */
 export interface ReviewConfig {
@@ -51,7 +51,11 @@ const invalid = (path: string, message: string) =>
  */
 export class AiSettings extends Context.Service<AiSettings, {
   get(orgId: string, repoSlug: string): Effect.Effect<AiSettingsBody, NotFound>
-  update(orgId: string, repoSlug: string, patch: UpdateAiSettings): Effect.Effect<AiSettingsBody, NotFound | ValidationError>
+  update(
+    orgId: string,
+    repoSlug: string,
+    patch: UpdateAiSettings
+  ): Effect.Effect<AiSettingsBody, NotFound | ValidationError>
   /** The stored settings (defaults when none). */
   settings(repo: RepoRecord): Effect.Effect<AiSettingsRow>
   /** The settings with the key opened, for a review of `repo`. */
@@ -88,42 +92,44 @@ export class AiSettings extends Context.Service<AiSettings, {
         return Effect.succeed(raw.replace(/\/+$/, ""))
       }
 
-      const update = Effect.fn("AiSettings.update")(function*(orgId: string, repoSlug: string, patch: UpdateAiSettings) {
-        const repo = yield* repos.record(orgId, repoSlug)
-        const current = yield* settings(repo)
-        const baseUrl = patch.baseUrl === undefined
-          ? current.base_url
-          : patch.baseUrl === null
-          ? null
-          : yield* checkBaseUrl(patch.baseUrl)
-        const apiKeyEnc = patch.apiKey === undefined
-          ? current.api_key_enc
-          : patch.apiKey === null
-          ? null
-          : yield* sealApiKey(crypto, repo.orgId, repo.id, patch.apiKey)
-        const next: AiSettingsRow = {
-          ...current,
-          enabled: patch.enabled ?? current.enabled,
-          model_provider: patch.modelProvider ?? current.model_provider,
-          model_name: patch.modelName ?? current.model_name,
-          base_url: baseUrl,
-          api_key_enc: apiKeyEnc,
-          auto_review_prs: patch.autoReviewPRs ?? current.auto_review_prs,
-          review_drafts: patch.reviewDrafts ?? current.review_drafts,
-          autonomy_level: patch.autonomyLevel ?? current.autonomy_level,
-          require_human_approval: patch.requireHumanApproval ?? current.require_human_approval,
-          focus_areas: patch.focusAreas === undefined ? current.focus_areas : [...new Set(patch.focusAreas)]
+      const update = Effect.fn("AiSettings.update")(
+        function*(orgId: string, repoSlug: string, patch: UpdateAiSettings) {
+          const repo = yield* repos.record(orgId, repoSlug)
+          const current = yield* settings(repo)
+          const baseUrl = patch.baseUrl === undefined
+            ? current.base_url
+            : patch.baseUrl === null
+            ? null
+            : yield* checkBaseUrl(patch.baseUrl)
+          const apiKeyEnc = patch.apiKey === undefined
+            ? current.api_key_enc
+            : patch.apiKey === null
+            ? null
+            : yield* sealApiKey(crypto, repo.orgId, repo.id, patch.apiKey)
+          const next: AiSettingsRow = {
+            ...current,
+            enabled: patch.enabled ?? current.enabled,
+            model_provider: patch.modelProvider ?? current.model_provider,
+            model_name: patch.modelName ?? current.model_name,
+            base_url: baseUrl,
+            api_key_enc: apiKeyEnc,
+            auto_review_prs: patch.autoReviewPRs ?? current.auto_review_prs,
+            review_drafts: patch.reviewDrafts ?? current.review_drafts,
+            autonomy_level: patch.autonomyLevel ?? current.autonomy_level,
+            require_human_approval: patch.requireHumanApproval ?? current.require_human_approval,
+            focus_areas: patch.focusAreas === undefined ? current.focus_areas : [...new Set(patch.focusAreas)]
+          }
+          // A local server (Ollama) takes no key; the providers' own endpoints do.
+          if (next.enabled && next.api_key_enc === null && next.base_url === null) {
+            return yield* invalid(
+              patch.apiKey === null ? "body.apiKey" : "body.enabled",
+              "AI review needs an apiKey (or a baseUrl of a server that takes none)"
+            )
+          }
+          yield* upsertSettings(sql, next).pipe(Effect.orDie)
+          return toSettings(next)
         }
-        // A local server (Ollama) takes no key; the providers' own endpoints do.
-        if (next.enabled && next.api_key_enc === null && next.base_url === null) {
-          return yield* invalid(
-            patch.apiKey === null ? "body.apiKey" : "body.enabled",
-            "AI review needs an apiKey (or a baseUrl of a server that takes none)"
-          )
-        }
-        yield* upsertSettings(sql, next).pipe(Effect.orDie)
-        return toSettings(next)
-      })
+      )
 
       const reviewConfig = Effect.fn("AiSettings.reviewConfig")(function*(repo: RepoRecord) {
         const row = yield* settings(repo)
@@ -131,8 +137,10 @@ export class AiSettings extends Context.Service<AiSettings, {
         const key = yield* openApiKey(crypto, repo.orgId, repo.id, row.api_key_enc).pipe(
           Effect.map((plain) => Option.some(Redacted.make(plain, { label: "AiApiKey" }))),
           // A key that does not open (another repository's, a changed master key) is no key.
-          Effect.catchTag("DecryptError", () =>
-            Effect.as(Effect.logWarning("AI review: the stored provider key could not be opened"), Option.none()))
+          Effect.catchTag(
+            "DecryptError",
+            () => Effect.as(Effect.logWarning("AI review: the stored provider key could not be opened"), Option.none())
+          )
         )
         return { settings: row, apiKey: key }
       })

@@ -52,33 +52,35 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
           return { row: row.value, pull: pull.value }
         })
 
-      const apply = Effect.fn("AiSuggestions.apply")(function*(orgId: string, repoSlug: string, id: string, actor: Actor) {
-        const { pull } = yield* locate(orgId, repoSlug, id)
-        if (pull.repo.archived) return yield* new Conflict({ message: `Repository '${repoSlug}' is archived` })
-        const result = yield* suggestions.apply(pull, actor, id)
-        const after = Option.getOrThrow(yield* one(id))
-        if (after.review_id !== null) {
-          const review = yield* reviewById(sql, after.review_id).pipe(Effect.orDie)
-          const fresh = yield* pulls.findById(pull.row.id)
-          if (Option.isSome(review) && Option.isSome(fresh)) {
-            yield* sql.withTransaction(
-              publishReviewEvent(AiReviewSuggestionApplied, fresh.value.repo, fresh.value.row, review.value, actor, {
-                suggestion: {
-                  id,
-                  path: after.path,
-                  startLine: after.start_line,
-                  endLine: after.end_line,
-                  severity: after.severity,
-                  category: after.category,
-                  title: after.title,
-                  commitSha: result.sha
-                }
-              })
-            ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+      const apply = Effect.fn("AiSuggestions.apply")(
+        function*(orgId: string, repoSlug: string, id: string, actor: Actor) {
+          const { pull } = yield* locate(orgId, repoSlug, id)
+          if (pull.repo.archived) return yield* new Conflict({ message: `Repository '${repoSlug}' is archived` })
+          const result = yield* suggestions.apply(pull, actor, id)
+          const after = Option.getOrThrow(yield* one(id))
+          if (after.review_id !== null) {
+            const review = yield* reviewById(sql, after.review_id).pipe(Effect.orDie)
+            const fresh = yield* pulls.findById(pull.row.id)
+            if (Option.isSome(review) && Option.isSome(fresh)) {
+              yield* sql.withTransaction(
+                publishReviewEvent(AiReviewSuggestionApplied, fresh.value.repo, fresh.value.row, review.value, actor, {
+                  suggestion: {
+                    id,
+                    path: after.path,
+                    startLine: after.start_line,
+                    endLine: after.end_line,
+                    severity: after.severity,
+                    category: after.category,
+                    title: after.title,
+                    commitSha: result.sha
+                  }
+                })
+              ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+            }
           }
+          return { suggestion: toAiSuggestion(after), commitSha: result.sha }
         }
-        return { suggestion: toAiSuggestion(after), commitSha: result.sha }
-      })
+      )
 
       const dismiss = Effect.fn("AiSuggestions.dismiss")(
         function*(orgId: string, repoSlug: string, id: string, reason: string | null) {

@@ -16,8 +16,8 @@ import { type AiReviewRow, latestReview } from "./AiReviewRows.ts"
 import { AiSettings } from "./AiSettings.ts"
 import { type Bot, BotUser } from "./BotUser.ts"
 import { publishReviewEvent } from "./ReviewEvents.ts"
-import type { Finished } from "./ReviewRun.ts"
 import { MAX_REPLACEMENT_LINES } from "./ReviewOutput.ts"
+import type { Finished } from "./ReviewRun.ts"
 
 /** CI's commit status context (GUIDE §14), which the AI's merge waits for. */
 export const CI_CONTEXT = "ci/test"
@@ -113,9 +113,9 @@ export class Autonomy extends Context.Service<Autonomy, {
             s.state === "open" && s.severity === "critical"
           )
           const lines = [
-            applied.length === 0 ? "" : `Canopy AI applied ${applied.length} suggestion(s):\n${
-              applied.map((a) => `- ${a}`).join("\n")
-            }`,
+            applied.length === 0 ?
+              "" :
+              `Canopy AI applied ${applied.length} suggestion(s):\n${applied.map((a) => `- ${a}`).join("\n")}`,
             refused.length === 0 ? "" : `Could not apply: ${refused.join("; ")}.`,
             critical.length === 0
               ? ""
@@ -170,7 +170,9 @@ export class Autonomy extends Context.Service<Autonomy, {
             return
           }
           if (decided._tag === "Wait") {
-            if (announce) yield* comment(pull, bot, `Canopy AI will merge this pull request once ready: ${decided.why}.`)
+            if (announce) {
+              yield* comment(pull, bot, `Canopy AI will merge this pull request once ready: ${decided.why}.`)
+            }
             return
           }
           const merged = yield* commands.merge({ id: pull.row.id, repoId: pull.repo.id }, {
@@ -207,4 +209,3 @@ export class Autonomy extends Context.Service<Autonomy, {
     })
   )
 }
-

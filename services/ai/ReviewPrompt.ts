@@ -42,7 +42,8 @@ const GENERATED = [
   /\.pb\.(go|cc|h)$|_pb2\.py$|\.g\.dart$|\.designer\.cs$/,
   /(^|[._-])generated\.[a-z]+$/i
 ]
-const BINARY = /\.(png|jpe?g|gif|webp|ico|bmp|tiff?|pdf|zip|gz|tgz|bz2|xz|7z|jar|war|class|so|dylib|dll|exe|bin|wasm|woff2?|ttf|otf|eot|mp[34]|mov|avi|sqlite|db)$/i
+const BINARY =
+  /\.(png|jpe?g|gif|webp|ico|bmp|tiff?|pdf|zip|gz|tgz|bz2|xz|7z|jar|war|class|so|dylib|dll|exe|bin|wasm|woff2?|ttf|otf|eot|mp[34]|mov|avi|sqlite|db)$/i
 
 export type LeftOutReason = "lockfile" | "binary" | "generated" | "over the budget"
 
@@ -87,7 +88,9 @@ const FOCUS_TEXT: Record<FocusArea, string> = {
 export const systemPrompt = (focusAreas: ReadonlyArray<FocusArea>) =>
   [
     "You are a careful senior engineer reviewing a pull request. Review only the changed lines shown.",
-    `Focus on: ${(focusAreas.length === 0 ? ["best_practices" as const] : focusAreas).map((f) => FOCUS_TEXT[f]).join("; ")}.`,
+    `Focus on: ${
+      (focusAreas.length === 0 ? ["best_practices" as const] : focusAreas).map((f) => FOCUS_TEXT[f]).join("; ")
+    }.`,
     `Report at most ${MAX_SUGGESTIONS} suggestions, the most severe first. Only real problems: no style, formatting or naming nits, no praise, nothing already said in earlier comments listed below.`,
     "Each suggestion names the file `path` and the new-side line range `startLine`..`endLine` exactly as numbered in the diff (the number in front of each line).",
     "`severity`: critical (must fix before merging), warning, or info. `category`: security, performance, best_practice, bug or refactor.",

@@ -3,23 +3,30 @@ import { Prompt } from "effect/ai"
 import { SqlClient } from "effect/sql"
 import { AiReviewCompleted, AiReviewStarted } from "../../schemas/ai/AiReviewEvents.ts"
 import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schemas/ai/AiReviews.ts"
-import { RepoCache } from "../git/RepoCache.ts"
 import { gitText } from "../git/GitProcess.ts"
+import { RepoCache } from "../git/RepoCache.ts"
+import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { findAiSuggestions, insertComment, insertSuggestion } from "../pulls/CommentRows.ts"
 import { diffAgainstMergeBase, parseDiff } from "../pulls/PullDiff.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
-import { type AiReviewRow, claimReview, completeReview, failReview, reviewById, supersedeOlder } from "./AiReviewRows.ts"
+import {
+  type AiReviewRow,
+  claimReview,
+  completeReview,
+  failReview,
+  reviewById,
+  supersedeOlder
+} from "./AiReviewRows.ts"
 import { AiSettings } from "./AiSettings.ts"
 import { type Bot, BotUser } from "./BotUser.ts"
 import { errorSentence } from "./ErrorSentence.ts"
-import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import type { ProviderHttpClient } from "./providers/ProviderHttp.ts"
 import { makeModel } from "./providers/Providers.ts"
+import { publishReviewEvent } from "./ReviewEvents.ts"
 import { commentBody, keepSuggestions, mergeAnswers } from "./ReviewOutput.ts"
 import { leftOutSentence, planPrompt, type PriorComment } from "./ReviewPrompt.ts"
-import { publishReviewEvent } from "./ReviewEvents.ts"
 
 /** The `ai/review` commit status context (GUIDE §15). */
 export const AI_REVIEW_CONTEXT = "ai/review"
@@ -56,17 +63,23 @@ export class ReviewRun extends Context.Service<ReviewRun, {
 
       /** The diff's files and, for each suggestion's file, its lines at the head. */
       const readDiff = (pull: PullContext, headSha: string) =>
-        cache.use(pull.repo, (synced) =>
-          diffAgainstMergeBase({ dir: synced.dir, env: {} }, pull.row.base_sha, headSha).pipe(
-            Effect.map(parseDiff)
-          )).pipe(Effect.orDie)
+        cache.use(
+          pull.repo,
+          (synced) =>
+            diffAgainstMergeBase({ dir: synced.dir, env: {} }, pull.row.base_sha, headSha).pipe(
+              Effect.map(parseDiff)
+            )
+        ).pipe(Effect.orDie)
 
       const fileLines = (pull: PullContext, headSha: string, paths: ReadonlyArray<string>) =>
-        cache.use(pull.repo, (synced) =>
-          Effect.forEach(paths, (path) =>
-            gitText({ gitDir: synced.dir, args: ["show", `${headSha}:${path}`] }).pipe(
-              Effect.map((text) => [path, text.split("\n")] as const)
-            ))).pipe(Effect.orDie, Effect.map((entries) => new Map(entries)))
+        cache.use(
+          pull.repo,
+          (synced) =>
+            Effect.forEach(paths, (path) =>
+              gitText({ gitDir: synced.dir, args: ["show", `${headSha}:${path}`] }).pipe(
+                Effect.map((text) => [path, text.split("\n")] as const)
+              ))
+        ).pipe(Effect.orDie, Effect.map((entries) => new Map(entries)))
 
       const analyse = (review: AiReviewRow, pull: PullContext, usage: Ref.Ref<{ input: number; output: number }>) =>
         Effect.gen(function*() {
@@ -155,7 +168,9 @@ export class ReviewRun extends Context.Service<ReviewRun, {
           const sentence = errorSentence(started.provider, outcome.failure)
           yield* Effect.logWarning(`AI review ${reviewId} failed: ${sentence}`)
           yield* sql.withTransaction(Effect.gen(function*() {
-            if (!(yield* failReview(sql, reviewId, sentence, { inputTokens: used.input, outputTokens: used.output }, at))) {
+            if (
+              !(yield* failReview(sql, reviewId, sentence, { inputTokens: used.input, outputTokens: used.output }, at))
+            ) {
               return
             }
             const failed = yield* reload(reviewId)

@@ -38,7 +38,9 @@ export class Suggestions extends Context.Service<Suggestions, {
         }
         if (suggestion.state !== "open") {
           return yield* new Conflict({
-            message: suggestion.state === "applied" ? "The suggestion is already applied" : "The suggestion was dismissed"
+            message: suggestion.state === "applied"
+              ? "The suggestion is already applied"
+              : "The suggestion was dismissed"
           })
         }
         if (suggestion.replacement === null) {

@@ -1,9 +1,9 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
+import { addMember } from "../pulls/support.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
-import { addMember } from "../pulls/support.ts"
 import { providerStub, rateLimited, refusedKey, webhookReceiver } from "./stubs.ts"
 import { aiUrl, FILE, logged, pullWithChange } from "./support.ts"
 
@@ -255,8 +255,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
       expect(done.body).toMatchObject({ status: "completed", trigger: "auto", overallSentiment: "positive" })
       yield* pr.settings({ enabled: false })
       expect((yield* pr.trigger(number)).status).toBe(409)
-      yield* eventually("the success status", request(aiUrl(baseUrl, pr.repo, `/commits/${pr.head}/statuses`), {
-        token: pr.repo.key
-      }), (r) => r.body.statuses.some((s: any) => s.context === "ai/review" && s.state === "success"))
+      yield* eventually(
+        "the success status",
+        request(aiUrl(baseUrl, pr.repo, `/commits/${pr.head}/statuses`), {
+          token: pr.repo.key
+        }),
+        (r) => r.body.statuses.some((s: any) => s.context === "ai/review" && s.state === "success")
+      )
     }))
 })

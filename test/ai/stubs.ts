@@ -121,7 +121,10 @@ export const refusedKey = (provider: ProviderName, key: string): Reply =>
       }
     }
     : provider === "anthropic"
-    ? { status: 401, body: { type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${key}` } } }
+    ? {
+      status: 401,
+      body: { type: "error", error: { type: "authentication_error", message: `invalid x-api-key ${key}` } }
+    }
     : {
       status: 400,
       body: {
@@ -159,7 +162,9 @@ export const providerStub = (provider: ProviderName) =>
     Effect.promise(async () => {
       const requests: Array<StubRequest> = []
       const queue: Array<Reply> = []
-      const state = { review: { summary: "Looks fine.", overallSentiment: "positive", suggestions: [] } as ReviewAnswer }
+      const state = {
+        review: { summary: "Looks fine.", overallSentiment: "positive", suggestions: [] } as ReviewAnswer
+      }
       const server = Http.createServer((req, res) => {
         const chunks: Array<Buffer> = []
         req.on("data", (chunk: Buffer) => chunks.push(chunk))

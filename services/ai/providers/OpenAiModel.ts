@@ -1,7 +1,7 @@
 import { Effect, Option, Redacted, Schema } from "effect"
 import { AiError, OpenAiStructuredOutput } from "effect/ai"
-import { languageModel, type ModelRequest } from "./ModelCall.ts"
 import { OutboundGuard } from "../../outbound/OutboundGuard.ts"
+import { languageModel, type ModelRequest } from "./ModelCall.ts"
 import { postJson, type ProviderCall, ProviderHttpClient } from "./ProviderHttp.ts"
 
 /**

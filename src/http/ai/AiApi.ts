@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup } from "effect/http-api"
-import { AiReview, AppliedSuggestion, AiSuggestion, DismissSuggestion } from "../../../schemas/ai/AiReviews.ts"
+import { AiReview, AiSuggestion, AppliedSuggestion, DismissSuggestion } from "../../../schemas/ai/AiReviews.ts"
 import { AiSettings, UpdateAiSettings } from "../../../schemas/ai/AiSettings.ts"
 import { Conflict, NotFound, ValidationError } from "../../../schemas/platform/Errors.ts"
 import { docs } from "../platform/OpenApiDocs.ts"
@@ -18,7 +18,10 @@ export class AiApi extends HttpApiGroup.make("ai").add(
     success: AiSettings,
     error: NotFound
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("Read AI review settings", "Every setting with its default; `hasApiKey` instead of the key. Scope `code:read`.")
+    docs(
+      "Read AI review settings",
+      "Every setting with its default; `hasApiKey` instead of the key. Scope `code:read`."
+    )
   ),
   HttpApiEndpoint.patch("updateSettings", "/:org/:repo/ai/settings", {
     params: repoParams,
