@@ -5,6 +5,7 @@ import { type NotFound, ValidationError } from "../../schemas/platform/Errors.ts
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { Crypto } from "../platform/Crypto.ts"
+import { AiReviewGate } from "../pulls/AiReviewGate.ts"
 import { type AiSettingsRow, findSettings, upsertSettings } from "./AiSettingsRows.ts"
 import { openApiKey, sealApiKey } from "./ApiKeySeal.ts"
 
@@ -149,3 +150,18 @@ export class AiSettings extends Context.Service<AiSettings, {
     })
   )
 }
+
+/** Fills the pull requests' `AiReviewGate`: merges wait for the review where AI review is enabled. */
+export const AiReviewGateLive = Layer.effect(
+  AiReviewGate,
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    return {
+      required: (repoId: string) =>
+        findSettings(sql, repoId).pipe(
+          Effect.orDie,
+          Effect.map((row) => Option.isSome(row) && row.value.enabled)
+        )
+    }
+  })
+)

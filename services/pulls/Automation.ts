@@ -5,6 +5,8 @@ import { PullRequestClosed } from "../../schemas/pulls/PullRequestEvents.ts"
 import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../schemas/pulls/PullRequests.ts"
 import { Role } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { AI_REVIEW_CONTEXT, AiReviewGate } from "./AiReviewGate.ts"
+import { BranchRules } from "./BranchRules.ts"
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
 import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
@@ -97,6 +99,11 @@ export class Automation extends Context.Service<Automation, {
         const setting = row.value.auto_merge
         const enabler = yield* actorById(setting.enabledBy, row.value.org_id)
         if (enabler === undefined) return false
+        // With AI review enabled, auto-merge waits for its `ai/review` success (GUIDE §15).
+        if (yield* (yield* AiReviewGate).required(row.value.repo_id)) {
+          const statuses = yield* (yield* BranchRules).latestStatuses(row.value.repo_id, row.value.head_sha)
+          if (statuses.get(AI_REVIEW_CONTEXT) !== "success") return false
+        }
         return yield* merger.merge(prId, null, enabler, {
           strategy: setting.strategy,
           commitMessage: setting.commitMessage ?? undefined,
