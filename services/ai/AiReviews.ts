@@ -37,7 +37,8 @@ export class AiReviews extends Context.Service<AiReviews, {
   trigger(orgId: string, repoSlug: string, number: number): Effect.Effect<AiReview, NotFound | Conflict>
   /**
    * Queues an automatic review of `headSha` when the settings ask for one, in the caller's
-   * transaction; answers the review's id. The caller wakes the runner after its commit.
+   * transaction; answers the review's id. The caller wakes the runner after its commit, and
+   * skips heads the bot pushed itself (its applied suggestions are not reviewed again).
    */
   enqueueAuto(pull: PullContext, headSha: string): Effect.Effect<Option.Option<string>>
   latest(orgId: string, repoSlug: string, number: number): Effect.Effect<AiReview, NotFound>
@@ -120,11 +121,6 @@ export class AiReviews extends Context.Service<AiReviews, {
           const config = yield* settings.settings(pull.repo)
           if (!config.enabled || !config.auto_review_prs) return Option.none()
           if (pull.row.state === "draft" && !config.review_drafts) return Option.none()
-          // The AI's own applied suggestion moved the head: not reviewed again (GUIDE §15).
-          const own = yield* sql`
-            SELECT 1 FROM pr_suggestions WHERE pr_id = ${pull.row.id} AND source = 'ai' AND applied_sha = ${headSha}`
-            .pipe(Effect.orDie)
-          if (own.length > 0) return Option.none()
           return Option.some(yield* queue(pull, headSha, "auto"))
         })
 
