@@ -48,6 +48,23 @@ export const keepSuggestions = (
     .map(({ s }) => s)
 }
 
+/** The new-side lines a patch shows, by number, with their text (no git call needed). */
+export const newSideText = (patch: string): ReadonlyMap<number, string> => {
+  const lines = new Map<number, string>()
+  let next = 0
+  for (const line of patch.split("\n")) {
+    const hunk = /^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@/.exec(line)
+    if (hunk !== null) {
+      next = Number(hunk[1])
+      continue
+    }
+    if (next === 0 || line.startsWith("\\") || line.startsWith("-")) continue
+    lines.set(next, line.slice(1))
+    next++
+  }
+  return lines
+}
+
 /** Several calls' answers as one: the least favourable sentiment, the summaries joined. */
 export const mergeAnswers = (answers: ReadonlyArray<ModelAnswer>): ModelAnswer => ({
   summary: answers.map((a) => a.summary.trim()).filter((s) => s !== "").join("\n\n"),

@@ -3,7 +3,6 @@ import { Prompt } from "effect/ai"
 import { SqlClient } from "effect/sql"
 import { AiReviewCompleted, AiReviewStarted } from "../../schemas/ai/AiReviewEvents.ts"
 import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schemas/ai/AiReviews.ts"
-import { gitText } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
@@ -25,7 +24,7 @@ import { errorSentence } from "./ErrorSentence.ts"
 import type { ProviderHttpClient } from "./providers/ProviderHttp.ts"
 import { makeModel } from "./providers/Providers.ts"
 import { publishReviewEvent } from "./ReviewEvents.ts"
-import { commentBody, keepSuggestions, mergeAnswers } from "./ReviewOutput.ts"
+import { commentBody, keepSuggestions, mergeAnswers, newSideText } from "./ReviewOutput.ts"
 import { leftOutSentence, planPrompt, type PriorComment } from "./ReviewPrompt.ts"
 
 /** The `ai/review` commit status context (GUIDE §15). */
@@ -71,16 +70,6 @@ export class ReviewRun extends Context.Service<ReviewRun, {
             )
         ).pipe(Effect.orDie)
 
-      const fileLines = (pull: PullContext, headSha: string, paths: ReadonlyArray<string>) =>
-        cache.use(
-          pull.repo,
-          (synced) =>
-            Effect.forEach(paths, (path) =>
-              gitText({ gitDir: synced.dir, args: ["show", `${headSha}:${path}`] }).pipe(
-                Effect.map((text) => [path, text.split("\n")] as const)
-              ))
-        ).pipe(Effect.orDie, Effect.map((entries) => new Map(entries)))
-
       const analyse = (review: AiReviewRow, pull: PullContext, usage: Ref.Ref<{ input: number; output: number }>) =>
         Effect.gen(function*() {
           const config = yield* settingsService.reviewConfig(pull.repo)
@@ -124,7 +113,13 @@ export class ReviewRun extends Context.Service<ReviewRun, {
             : mergeAnswers(answers)
           const reviewed = plan.calls.flatMap((call) => call.files)
           const kept = keepSuggestions(merged.suggestions, reviewed, prior)
-          return { merged, kept, leftOut: plan.leftOut }
+          // The lines each suggestion replaces, as the diff shows them at the head.
+          const shown = new Map(reviewed.map((file) => [file.path, newSideText(file.patch)]))
+          const originals = kept.map((s) => {
+            const text = shown.get(s.path)
+            return Array.from({ length: s.endLine - s.startLine + 1 }, (_, i) => text?.get(s.startLine + i) ?? "")
+          })
+          return { merged, kept, leftOut: plan.leftOut, originals }
         }).pipe(Effect.provide(aiContext))
 
       const reportStatus = (pull: PullContext, review: AiReviewRow, bot: Bot) => {
@@ -177,11 +172,10 @@ export class ReviewRun extends Context.Service<ReviewRun, {
             yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
           })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
         } else {
-          const { kept, leftOut, merged } = outcome.success
-          const lines = yield* fileLines(context, started.head_sha, [...new Set(kept.map((s) => s.path))])
+          const { kept, leftOut, merged, originals } = outcome.success
           const summary = [merged.summary.trim(), leftOutSentence(leftOut)].filter((s) => s !== "").join("\n\n")
           yield* sql.withTransaction(Effect.gen(function*() {
-            for (const s of kept) {
+            for (const [i, s] of kept.entries()) {
               const commentId = makeId("cmt")
               yield* insertComment(sql, {
                 id: commentId,
@@ -202,7 +196,7 @@ export class ReviewRun extends Context.Service<ReviewRun, {
                 path: s.path,
                 startLine: s.startLine,
                 endLine: s.endLine,
-                originalLines: (lines.get(s.path) ?? []).slice(s.startLine - 1, s.endLine),
+                originalLines: originals[i],
                 replacement: s.replacement,
                 headSha: started.head_sha,
                 now: at,
