@@ -58,6 +58,7 @@ const startStub = async () => {
       }))
     })
   })
+  server.keepAliveTimeout = 120_000
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   return { server, state, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }
 }
@@ -167,6 +168,7 @@ const main = async () => {
         "budget": DEFAULT_TOKEN_BUDGET,
         "within budget": maxTokens <= DEFAULT_TOKEN_BUDGET ? "yes" : "NO"
       })
+      console.error(`done: ${size} files`)
     }
     printTable(rows)
   } finally {

@@ -7,7 +7,7 @@ import { OutboundGuard } from "../../outbound/OutboundGuard.ts"
 /**
  * The HTTP side every provider shares (GUIDE §15): requests through the SSRF guard (the
  * base URL's host is checked, and the connection's own lookup checks again, so a
- * rebinding name cannot slip through), 429 and 5xx retried three times with backoff that
+ * rebinding name cannot slip through), 429, 5xx and failed connections retried three times with backoff that
  * honours `Retry-After`, 120 s per attempt, and failures as `AiError`s whose messages are
  * sentences without the key, the headers or the provider's body (which may echo the key).
  */
@@ -101,20 +101,18 @@ export const postJson = (
     )
 
     const attempt: Effect.Effect<Attempt, AiError.AiError> = Effect.gen(function*() {
-      const response = yield* client.execute(request).pipe(
-        Effect.mapError((error) =>
-          AiError.make({
-            module: call.provider,
-            method: call.method,
-            reason: new AiError.NetworkError({
-              reason: "TransportError",
-              method: "POST",
-              url: `${url.origin}${url.pathname}`,
-              description: `The provider could not be reached (${error.reason._tag})`
-            })
-          })
-        )
-      )
+      const sent = yield* client.execute(request).pipe(Effect.result)
+      // A connection that failed (or a kept-alive one the server had closed) is retried.
+      if (sent._tag === "Failure") {
+        const reason = new AiError.NetworkError({
+          reason: "TransportError",
+          method: "POST",
+          url: `${url.origin}${url.pathname}`,
+          description: `The provider could not be reached (${sent.failure.reason._tag})`
+        })
+        return { _tag: "Retry", delayMs: undefined, reason } as const
+      }
+      const response = sent.success
       const text = yield* Effect.orElseSucceed(response.text, () => "")
       const status = response.status
       if (status >= 200 && status < 300) {
