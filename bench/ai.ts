@@ -63,6 +63,9 @@ const startStub = async () => {
   return { server, state, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }
 }
 
+/** `fetch`, once more when a kept-alive connection was closed by the server meanwhile. */
+const fetchAgain = (url: string, init: RequestInit) => fetch(url, init).catch(() => fetch(url, init))
+
 const git = (cwd: string, args: ReadonlyArray<string>) =>
   execFileSync("git", args, {
     cwd,
@@ -85,7 +88,7 @@ const main = async () => {
     await canopy.admin("/orgs/bench/users", { username: "bencher", email: "b@x", role: "owner" })
     const key = (await canopy.admin("/orgs/bench/keys", { username: "bencher" })).key as string
     const api = (method: string, path: string, body?: unknown) =>
-      fetch(`${canopy.base}/api/v1/code${path}`, {
+      fetchAgain(`${canopy.base}/api/v1/code${path}`, {
         method,
         headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
         ...(body === undefined ? {} : { body: JSON.stringify(body) })
@@ -146,7 +149,7 @@ const main = async () => {
         // Baseline: the same request body posted straight to the stub.
         const body = stub.state.bodies[before]
         const t0 = performance.now()
-        await fetch(`${stub.url}/chat/completions`, {
+        await fetchAgain(`${stub.url}/chat/completions`, {
           method: "POST",
           headers: { "content-type": "application/json" },
           body
