@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit } from "effect"
+import { Effect, Exit, Option } from "effect"
+import { AiReviewCompleted, aiReviewEventTypes } from "../../schemas/ai/AiReviewEvents.ts"
 import type { ModelSuggestion } from "../../schemas/ai/AiReviews.ts"
 import type { ChangedFile } from "../../schemas/pulls/PullRequests.ts"
 import { openApiKey, sealApiKey } from "../../services/ai/ApiKeySeal.ts"
@@ -9,6 +10,7 @@ import { estimateTokens, MAX_SUGGESTIONS, numberPatch, planPrompt } from "../../
 import { Crypto } from "../../services/platform/Crypto.ts"
 import { NO_RULES } from "../../services/pulls/BranchRules.ts"
 import { evaluateChecks } from "../../services/pulls/MergeChecks.ts"
+import { sourceEventTypes, toWebhookEvent } from "../../services/webhooks/Payloads.ts"
 
 const file = (path: string, lines: number, status: ChangedFile["status"] = "modified"): ChangedFile => ({
   path,
@@ -143,4 +145,48 @@ describe("the sealed provider key", () => {
       expect(Exit.isFailure(yield* Effect.exit(openApiKey(crypto, "org_a", "repo_2", sealed)))).toBe(true)
       expect(Exit.isFailure(yield* Effect.exit(openApiKey(crypto, "org_b", "repo_1", sealed)))).toBe(true)
     }).pipe(Effect.provide(Crypto.layer(new Uint8Array(32).fill(7)))))
+})
+
+describe("ai_review webhook payloads", () => {
+  it("every ai_review.* event is consumed and delivered with its review", () => {
+    for (const type of aiReviewEventTypes) expect(sourceEventTypes).toContain(type.type)
+    const data = {
+      repository: { id: "repo_1", name: "r", fullName: "acme/r" },
+      pullRequest: {
+        id: "pr_1",
+        number: 3,
+        title: "T",
+        body: "",
+        state: "open",
+        sourceBranch: "feature",
+        targetBranch: "main",
+        headSha: "a".repeat(40),
+        author: { id: "usr_1", name: "Ada" }
+      },
+      aiReview: {
+        id: "air_1",
+        status: "completed",
+        headSha: "a".repeat(40),
+        summary: "ok",
+        overallSentiment: "positive",
+        suggestionsCount: 0,
+        securityIssues: 0,
+        performanceIssues: 0,
+        provider: "openai",
+        model: "m",
+        error: null
+      },
+      sender: null,
+      timestamp: "2026-11-28T09:00:00.000Z"
+    }
+    const mapped = Option.getOrThrow(
+      toWebhookEvent({ id: 1, createdAt: new Date(), ...AiReviewCompleted.make("org_1", data) })
+    )
+    expect(mapped.repoId).toBe("repo_1")
+    expect(mapped.payload({ id: "org_1", slug: "acme" })).toEqual({
+      event: "ai_review.completed",
+      action: "completed",
+      ...data
+    })
+  })
 })
