@@ -6,7 +6,7 @@ import { makeId } from "../platform/Ids.ts"
 import { type AiSuggestionRow, findAiSuggestions } from "../pulls/CommentRows.ts"
 import { isOpen } from "../pulls/PullRequestRows.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
-import { type AiReviewRow, insertReview, latestReview } from "./AiReviewRows.ts"
+import { type AiReviewRow, insertReview, latestReview, reviewById } from "./AiReviewRows.ts"
 import { AiSettings } from "./AiSettings.ts"
 import { ReviewRunner } from "./ReviewRunner.ts"
 
@@ -111,8 +111,7 @@ export class AiReviews extends Context.Service<AiReviews, {
         }
         const id = yield* queue(pull, pull.row.head_sha, "manual")
         yield* runner.kick(pull.row.id, id)
-        const row = yield* latestReview(sql, pull.row.id).pipe(Effect.orDie, Effect.map(Option.getOrThrow))
-        return yield* render(row.id === id ? row : { ...row, id })
+        return yield* render(Option.getOrThrow(yield* reviewById(sql, id).pipe(Effect.orDie)))
       })
 
       const enqueueAuto = (pull: PullContext, headSha: string) =>
