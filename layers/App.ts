@@ -46,6 +46,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
+import { AiLive } from "./Ai.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -103,6 +104,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(LiveServer.layer)
   )
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
+    Layer.provideMerge(AiLive),
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(PullsLive),

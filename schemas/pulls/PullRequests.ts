@@ -150,9 +150,10 @@ export const Suggestion = Schema.Struct({
   startLine: Schema.Int,
   endLine: Schema.Int,
   originalLines: Schema.Array(Schema.String),
-  replacement: Schema.String,
+  /** null: an AI suggestion without exact new text (it cannot be applied). */
+  replacement: Schema.NullOr(Schema.String),
   headSha: Schema.String,
-  state: Schema.Literals(["open", "applied"]),
+  state: Schema.Literals(["open", "applied", "dismissed"]),
   appliedSha: Schema.NullOr(Schema.String)
 })
 export type Suggestion = typeof Suggestion.Type

@@ -6,6 +6,8 @@ import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../sch
 import { Repositories } from "../git/Repositories.ts"
 import type { Actor } from "../tenancy/Actor.ts"
 import { actorInOrganization } from "../tenancy/Tenancy.ts"
+import { AI_REVIEW_CONTEXT, AiReviewGate } from "./AiReviewGate.ts"
+import { BranchRules } from "./BranchRules.ts"
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
 import { publishPullRequestEvent } from "./PullEvents.ts"
@@ -80,6 +82,11 @@ export class Automation extends Context.Service<Automation, {
         const setting = row.value.auto_merge
         const enabler = yield* actorById(setting.enabledBy, row.value.org_id)
         if (enabler === undefined) return false
+        // With AI review enabled, auto-merge waits for its `ai/review` success (GUIDE §15).
+        if (yield* (yield* AiReviewGate).required(row.value.repo_id)) {
+          const statuses = yield* (yield* BranchRules).latestStatuses(row.value.repo_id, row.value.head_sha)
+          if (statuses.get(AI_REVIEW_CONTEXT) !== "success") return false
+        }
         return yield* merger.merge(prId, null, enabler, {
           strategy: setting.strategy,
           commitMessage: setting.commitMessage ?? undefined,

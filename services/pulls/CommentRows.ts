@@ -18,7 +18,8 @@ export const SuggestionRow = Schema.Struct({
   start_line: Schema.Int,
   end_line: Schema.Int,
   original_lines: Schema.Array(Schema.String),
-  replacement: Schema.String,
+  /** null: an AI suggestion that names a problem without exact new text. */
+  replacement: Schema.NullOr(Schema.String),
   head_sha: Schema.String,
   state: Suggestion.fields.state,
   applied_sha: Schema.NullOr(Schema.String)
@@ -78,17 +79,26 @@ export interface NewSuggestionRow {
   readonly endLine: number
   /** The lines replaced, as they were at `headSha`. */
   readonly originalLines: ReadonlyArray<string>
-  readonly replacement: string
+  readonly replacement: string | null
   readonly headSha: string
   readonly now: Date
+  /** An AI suggestion's review and classification (GUIDE §15); absent for human ones. */
+  readonly ai?: {
+    readonly reviewId: string
+    readonly severity: string
+    readonly category: string
+    readonly title: string
+  } | undefined
 }
 
 export const insertSuggestion = (sql: SqlClient.SqlClient, row: NewSuggestionRow) =>
   sql`
     INSERT INTO pr_suggestions (id, pr_id, comment_id, author_id, path, start_line, end_line, original_lines,
-      replacement, head_sha, created_at)
+      replacement, head_sha, created_at, source, review_id, severity, category, title)
     VALUES (${row.id}, ${row.prId}, ${row.commentId}, ${row.authorId}, ${row.path}, ${row.startLine},
-      ${row.endLine}, ${JSON.stringify(row.originalLines)}::jsonb, ${row.replacement}, ${row.headSha}, ${row.now})`
+      ${row.endLine}, ${JSON.stringify(row.originalLines)}::jsonb, ${row.replacement}, ${row.headSha}, ${row.now},
+      ${row.ai === undefined ? "user" : "ai"}, ${row.ai?.reviewId ?? null}, ${row.ai?.severity ?? null},
+      ${row.ai?.category ?? null}, ${row.ai?.title ?? null})`
 
 export const findSuggestion = (sql: SqlClient.SqlClient, prId: string, id: string) =>
   sql`SELECT * FROM pr_suggestions WHERE pr_id = ${prId} AND id = ${id}`.pipe(
@@ -98,3 +108,27 @@ export const findSuggestion = (sql: SqlClient.SqlClient, prId: string, id: strin
 
 export const markSuggestionApplied = (sql: SqlClient.SqlClient, id: string, sha: string) =>
   sql`UPDATE pr_suggestions SET state = 'applied', applied_sha = ${sha} WHERE id = ${id}`
+
+/** An AI suggestion with its classification (GUIDE §15). */
+export const AiSuggestionRow = Schema.Struct({
+  ...SuggestionRow.fields,
+  review_id: Schema.NullOr(Schema.String),
+  severity: Schema.Literals(["critical", "warning", "info"]),
+  category: Schema.Literals(["security", "performance", "best_practice", "bug", "refactor"]),
+  title: Schema.String,
+  body: Schema.NullOr(Schema.String),
+  dismiss_reason: Schema.NullOr(Schema.String),
+  pr_id: Schema.String
+})
+export type AiSuggestionRow = typeof AiSuggestionRow.Type
+
+/** AI suggestions (with their comment's body) by `rest` (`WHERE …` on `s`, `ORDER BY …`). */
+export const findAiSuggestions = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
+  sql`
+    SELECT s.*, c.body FROM pr_suggestions s LEFT JOIN pr_comments c ON c.id = s.comment_id
+    ${rest}`.pipe(decodeRows(AiSuggestionRow))
+
+export const dismissSuggestion = (sql: SqlClient.SqlClient, id: string, reason: string | null) =>
+  sql`
+    UPDATE pr_suggestions SET state = 'dismissed', dismiss_reason = ${reason}
+    WHERE id = ${id} AND state = 'open' RETURNING id`

@@ -194,3 +194,12 @@ export class Comments extends Context.Service<Comments, {
     })
   )
 }
+
+/** The suggestion and comment statements AI review shares (it writes through the pulls' tables' owner). */
+export {
+  type AiSuggestionRow,
+  dismissSuggestion,
+  findAiSuggestions,
+  insertComment,
+  insertSuggestion
+} from "./CommentRows.ts"

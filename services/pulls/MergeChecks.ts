@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StatusState } from "../../schemas/protection/CommitStatuses.ts"
 import type { MergeCheck, MergeStrategy } from "../../schemas/pulls/PullRequests.ts"
+import { AI_REVIEW_CONTEXT } from "./AiReviewGate.ts"
 import type { MergePolicy } from "./BranchRules.ts"
 import { codeOwnerRequests, latestVerdicts } from "./ReviewRows.ts"
 
@@ -34,6 +35,8 @@ export interface CheckInputs {
   readonly codeOwners: ReadonlySet<string>
   /** The strategy of the merge being attempted; undefined when only evaluating. */
   readonly strategy: MergeStrategy | undefined
+  /** The merge waits for the `ai/review` status even without a rule requiring it (auto-merge, AI enabled). */
+  readonly aiReviewRequired?: boolean | undefined
 }
 
 const check = (name: MergeCheck["name"], status: MergeCheck["status"], detail: string): MergeCheck => ({
@@ -67,8 +70,10 @@ export const evaluateChecks = (inputs: CheckInputs): ReadonlyArray<MergeCheck> =
       ? check("changes_requested", "passed", "No outstanding change requests")
       : check("changes_requested", "failed", `Changes requested by ${list(blocking.map((r) => r.username))}`)
   )
-  if (policy.requiredStatusChecks.length > 0) {
-    const states = policy.requiredStatusChecks.map((context) => [context, inputs.statuses.get(context)] as const)
+  // `ai/review` is reported as its own check, `ai_review` (GUIDE §15).
+  const requiredContexts = policy.requiredStatusChecks.filter((context) => context !== AI_REVIEW_CONTEXT)
+  if (requiredContexts.length > 0) {
+    const states = requiredContexts.map((context) => [context, inputs.statuses.get(context)] as const)
     const failing = states.filter(([, state]) => state === "failure" || state === "error")
     const waiting = states.filter(([, state]) => state === undefined || state === "pending")
     checks.push(
@@ -81,6 +86,18 @@ export const evaluateChecks = (inputs: CheckInputs): ReadonlyArray<MergeCheck> =
         : waiting.length > 0
         ? check("status_checks", "pending", `Waiting for ${list(waiting.map(([context]) => context))}`)
         : check("status_checks", "passed", `All ${states.length} required status checks succeeded`)
+    )
+  }
+  if (inputs.aiReviewRequired === true || policy.requiredStatusChecks.includes(AI_REVIEW_CONTEXT)) {
+    const state = inputs.statuses.get(AI_REVIEW_CONTEXT)
+    checks.push(
+      state === "success"
+        ? check("ai_review", "passed", "The AI review approves")
+        : state === "failure"
+        ? check("ai_review", "failed", "The AI review found problems that need work")
+        : state === "error"
+        ? check("ai_review", "failed", "The AI review failed")
+        : check("ai_review", "pending", "Waiting for the AI review")
     )
   }
   if (policy.requireCodeOwnerReview) {

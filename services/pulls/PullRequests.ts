@@ -236,3 +236,6 @@ export class PullRequests extends Context.Service<PullRequests, {
     })
   )
 }
+
+/** The pull request reads other features (AI review) share, in the caller's transaction. */
+export { eventRepository, isOpen, openAtHead, type PrRow, toEventPullRequest } from "./PullRequestRows.ts"

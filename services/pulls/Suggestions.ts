@@ -33,7 +33,16 @@ export class Suggestions extends Context.Service<Suggestions, {
         if (!isOpen(pull.row)) {
           return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
         }
-        if (suggestion.state === "applied") return yield* new Conflict({ message: "The suggestion is already applied" })
+        if (suggestion.state !== "open") {
+          return yield* new Conflict({
+            message: suggestion.state === "applied"
+              ? "The suggestion is already applied"
+              : "The suggestion was dismissed"
+          })
+        }
+        if (suggestion.replacement === null) {
+          return yield* new Conflict({ message: "The suggestion has no replacement text to apply" })
+        }
         // The suggester is the commit's author.
         const author = Option.getOrUndefined(yield* userIdentity(sql, suggestion.author_id).pipe(Effect.orDie))
         const result = yield* commits.applySuggestion({

@@ -1,4 +1,5 @@
 import { Option } from "effect"
+import { aiReviewEventTypes } from "../../schemas/ai/AiReviewEvents.ts"
 import { ciWebhookEventTypes } from "../../schemas/ci/Ci.ts"
 import { CreateEvent, DeleteEvent, PushEvent } from "../../schemas/git/Repositories.ts"
 import { incidentEvent, type IncidentEventType } from "../../schemas/incidents/Incidents.ts"
@@ -36,7 +37,8 @@ export interface WebhookEvent {
 const repositoryObjectEvents: ReadonlyArray<{ match(event: DomainEvent): Option.Option<unknown> }> = [
   ...issueEventTypes,
   ...pullRequestEventTypes,
-  ...ciWebhookEventTypes
+  ...ciWebhookEventTypes,
+  ...aiReviewEventTypes
 ]
 
 /** The domain event types the fan-out consumer reads. */
@@ -48,6 +50,7 @@ export const sourceEventTypes: ReadonlyArray<string> = [
   ...issueEventTypes.map((kind) => kind.type),
   ...pullRequestEventTypes.map((type) => type.type),
   ...ciWebhookEventTypes.map((type) => type.type),
+  ...aiReviewEventTypes.map((type) => type.type),
   ...organizationEvents.filter((event) => !event.startsWith("monitor."))
 ]
 

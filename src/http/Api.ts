@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../package.json" with { type: "json" }
+import { AiApi } from "./ai/AiApi.ts"
 import { CiApi } from "./ci/CiApi.ts"
 import { RepositoriesApi } from "./git/RepositoriesApi.ts"
 import { IncidentsApi } from "./incidents/IncidentsApi.ts"
@@ -50,6 +51,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(CodeOwnersApi)
   .add(RepositoryIssuesApi)
   .add(CiApi)
+  .add(AiApi)
 
 /** The REST contract served by HttpApi; OpenAPI at /openapi.json, docs at /docs. */
 export class CanopyApi extends Endpoints

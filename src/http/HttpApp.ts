@@ -3,6 +3,7 @@ import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
 import { PublicRateLimit } from "../../services/ratelimits/PublicRateLimit.ts"
 import { RequestQuota } from "../../services/ratelimits/RequestQuota.ts"
+import { AiHandlers } from "./ai/AiHandlers.ts"
 import { CanopyApi } from "./Api.ts"
 import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { CiHandlers } from "./ci/CiHandlers.ts"
@@ -56,6 +57,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(CodeOwnersHandlers),
   Layer.provide(RepositoryIssuesHandlers),
   Layer.provide(CiHandlers),
+  Layer.provide(AiHandlers),
   Layer.provide([AuthenticationLive, AdminAuthenticationLive, PublicRateLimitedLive]),
   Layer.provide([RequestQuota.layer, PublicRateLimit.layer]),
   Layer.provide(ApiRequestContext)

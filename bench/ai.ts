@@ -1,0 +1,184 @@
+/**
+ * `npm run bench:ai`: the time Canopy adds around the model in an AI review (GUIDE §15):
+ * diff assembly, prompt, the provider call's own overhead, parsing, and posting the inline
+ * comments, on pull requests of 10, 200 and 2,000 changed files, against a loopback
+ * OpenAI-compatible stub that answers at once with ten suggestions.
+ *
+ * Per size: `ROUNDS` manual reviews (default 5) timed from the review's `startedAt` to its
+ * `completedAt` (server clocks), the calls and the largest prompt sent (estimated tokens,
+ * against the budget). Baseline, in the same run: a bare POST of the same prompt body to
+ * the stub from this process (the floor of any model call), so the ratio is the review's
+ * time over one bare call. Goal: under 200 ms at 200 files, and no prompt over the budget.
+ */
+import { execFileSync } from "node:child_process"
+import * as Fs from "node:fs"
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import * as Os from "node:os"
+import * as Path from "node:path"
+import { DEFAULT_TOKEN_BUDGET, estimateTokens } from "../services/ai/ReviewPrompt.ts"
+import { percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
+
+const ROUNDS = Number(process.env.ROUNDS || 5)
+const SIZES = (process.env.SIZES || "10,200,2000").split(",").map(Number)
+const LINES = 20
+
+/** The stub: answers at once with ten suggestions on the files it was shown. */
+const startStub = async () => {
+  const state = { round: 0, prompts: [] as Array<string>, bodies: [] as Array<string> }
+  const server = Http.createServer((req, res) => {
+    const chunks: Array<Buffer> = []
+    req.on("data", (c: Buffer) => chunks.push(c))
+    req.on("end", () => {
+      const text = Buffer.concat(chunks).toString("utf8")
+      const body = JSON.parse(text)
+      const prompt = body.messages.map((m: any) => m.content).join("\n")
+      state.prompts.push(prompt)
+      state.bodies.push(text)
+      const paths = [...prompt.matchAll(/^### (\S+) \(/gm)].map((m) => m[1]).slice(0, 10)
+      const line = (state.round % LINES) + 1
+      const answer = {
+        summary: "Bench review.",
+        overallSentiment: "neutral",
+        suggestions: paths.map((path) => ({
+          path,
+          startLine: line,
+          endLine: line,
+          severity: "warning",
+          category: "bug",
+          title: `Check line ${line}`,
+          body: "Bench suggestion.",
+          replacement: `export const changed${line} = ${line}`
+        }))
+      }
+      res.writeHead(200, { "content-type": "application/json" })
+      res.end(JSON.stringify({
+        choices: [{ index: 0, message: { role: "assistant", content: JSON.stringify(answer) }, finish_reason: "stop" }],
+        usage: { prompt_tokens: estimateTokens(prompt), completion_tokens: 500 }
+      }))
+    })
+  })
+  server.keepAliveTimeout = 120_000
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
+  return { server, state, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1` }
+}
+
+/** `fetch`, once more when a kept-alive connection was closed by the server meanwhile. */
+const fetchAgain = (url: string, init: RequestInit) => fetch(url, init).catch(() => fetch(url, init))
+
+const git = (cwd: string, args: ReadonlyArray<string>) =>
+  execFileSync("git", args, {
+    cwd,
+    env: {
+      ...process.env,
+      GIT_AUTHOR_NAME: "B",
+      GIT_AUTHOR_EMAIL: "b@x",
+      GIT_COMMITTER_NAME: "B",
+      GIT_COMMITTER_EMAIL: "b@x"
+    },
+    maxBuffer: 1 << 30
+  }).toString()
+
+const main = async () => {
+  const stub = await startStub()
+  const canopy = await startCanopyOnEmbeddedPostgres({ OUTBOUND_ALLOW_PRIVATE: "true" })
+  const work = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-bench-ai-"))
+  try {
+    await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
+    await canopy.admin("/orgs/bench/users", { username: "bencher", email: "b@x", role: "owner" })
+    const key = (await canopy.admin("/orgs/bench/keys", { username: "bencher" })).key as string
+    const api = (method: string, path: string, body?: unknown) =>
+      fetchAgain(`${canopy.base}/api/v1/code${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) })
+      }).then(async (r) => ({ status: r.status, body: await r.json().catch(() => undefined) as any }))
+    await api("POST", "/repos", { name: "r" })
+    const remote = `${canopy.base.replace("http://", "http://x:" + key + "@")}/bench/r.git`
+    git(work, ["init", "-q", "-b", "main", "."])
+    Fs.writeFileSync(Path.join(work, "README.md"), "bench\n")
+    git(work, ["add", "-A"])
+    git(work, ["commit", "-q", "-m", "initial"])
+    git(work, ["push", "-q", remote, "main"])
+    await api("PATCH", "/repos/bench/r/ai/settings", {
+      enabled: true,
+      apiKey: "sk-bench",
+      baseUrl: stub.url,
+      autoReviewPRs: false
+    })
+    const rows: Array<Record<string, string | number>> = []
+    for (const size of SIZES) {
+      git(work, ["checkout", "-q", "-B", `files-${size}`, "main"])
+      for (let i = 0; i < size; i++) {
+        const dir = Path.join(work, "src", `m${Math.floor(i / 100)}`)
+        Fs.mkdirSync(dir, { recursive: true })
+        Fs.writeFileSync(
+          Path.join(dir, `f${i}.ts`),
+          Array.from({ length: LINES }, (_, l) => `export const v${l + 1} = ${i * LINES + l}`).join("\n") + "\n"
+        )
+      }
+      git(work, ["add", "-A"])
+      git(work, ["commit", "-q", "-m", `${size} files`])
+      git(work, ["push", "-q", remote, `files-${size}`])
+      const pr = await api("POST", "/repos/bench/r/pulls", {
+        title: `${size} files`,
+        body: "",
+        sourceBranch: `files-${size}`
+      })
+      const number = pr.body.number as number
+      const times: Array<number> = []
+      const baseline: Array<number> = []
+      let calls = 0
+      let maxTokens = 0
+      for (let round = 0; round < ROUNDS; round++) {
+        stub.state.round = round
+        const before = stub.state.prompts.length
+        const triggered = await api("POST", `/repos/bench/r/pulls/${number}/ai-review`)
+        if (triggered.status !== 202) throw new Error(`trigger: ${triggered.status} ${JSON.stringify(triggered.body)}`)
+        let review: any
+        for (;;) {
+          review = (await api("GET", `/repos/bench/r/pulls/${number}/ai-review`)).body
+          if (review.id === triggered.body.id && (review.status === "completed" || review.status === "failed")) break
+          await new Promise((r) => setTimeout(r, 5))
+        }
+        if (review.status !== "completed") throw new Error(`review failed: ${review.error}`)
+        times.push(Date.parse(review.completedAt) - Date.parse(review.startedAt))
+        const sent = stub.state.prompts.slice(before)
+        calls = sent.length
+        for (const prompt of sent) maxTokens = Math.max(maxTokens, estimateTokens(prompt))
+        // Baseline: the same request body posted straight to the stub.
+        const body = stub.state.bodies[before]
+        const t0 = performance.now()
+        await fetchAgain(`${stub.url}/chat/completions`, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body
+        })
+          .then((r) => r.text())
+        baseline.push(performance.now() - t0)
+      }
+      times.sort((a, b) => a - b)
+      baseline.sort((a, b) => a - b)
+      const p50 = percentile(times, 50)
+      rows.push({
+        "changed files": size,
+        "review p50 ms": p50,
+        "review max ms": times.at(-1)!,
+        "bare call p50 ms": Number(percentile(baseline, 50).toFixed(1)),
+        "ratio": Number((p50 / Math.max(percentile(baseline, 50), 0.1)).toFixed(1)),
+        "calls": calls,
+        "largest prompt (tokens)": maxTokens,
+        "budget": DEFAULT_TOKEN_BUDGET,
+        "within budget": maxTokens <= DEFAULT_TOKEN_BUDGET ? "yes" : "NO"
+      })
+      console.error(`done: ${size} files`)
+    }
+    printTable(rows)
+  } finally {
+    Fs.rmSync(work, { recursive: true, force: true })
+    stub.server.close()
+    await canopy.close()
+  }
+}
+
+await main()

@@ -1,0 +1,111 @@
+import { Effect, Option, Schema } from "effect"
+import type { SqlClient } from "effect/sql"
+import { ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
+import { decodeRows } from "../platform/Rows.ts"
+
+/* The `ai_reviews` table: its row and every statement on it. */
+
+export const AiReviewRow = Schema.Struct({
+  id: Schema.String,
+  pr_id: Schema.String,
+  repo_id: Schema.String,
+  org_id: Schema.String,
+  head_sha: Schema.String,
+  trigger: Schema.Literals(["auto", "manual"]),
+  status: ReviewStatus,
+  summary: Schema.NullOr(Schema.String),
+  overall_sentiment: Schema.NullOr(Sentiment),
+  suggestions_count: Schema.Int,
+  security_issues: Schema.Int,
+  performance_issues: Schema.Int,
+  provider: Schema.String,
+  model: Schema.String,
+  input_tokens: Schema.Int,
+  output_tokens: Schema.Int,
+  skipped_files: Schema.Array(Schema.String),
+  error: Schema.NullOr(Schema.String),
+  created_at: Schema.Date,
+  started_at: Schema.NullOr(Schema.Date),
+  completed_at: Schema.NullOr(Schema.Date)
+})
+export type AiReviewRow = typeof AiReviewRow.Type
+
+const columns = (sql: SqlClient.SqlClient) =>
+  sql`id, pr_id, repo_id, org_id, head_sha, trigger, status, summary, overall_sentiment, suggestions_count,
+    security_issues, performance_issues, provider, model, input_tokens, output_tokens, skipped_files, error,
+    created_at, started_at, completed_at`
+
+export const insertReview = (sql: SqlClient.SqlClient, row: {
+  readonly id: string
+  readonly prId: string
+  readonly repoId: string
+  readonly orgId: string
+  readonly headSha: string
+  readonly trigger: "auto" | "manual"
+  readonly provider: string
+  readonly model: string
+}) =>
+  sql`
+    INSERT INTO ai_reviews (id, pr_id, repo_id, org_id, head_sha, trigger, provider, model)
+    VALUES (${row.id}, ${row.prId}, ${row.repoId}, ${row.orgId}, ${row.headSha}, ${row.trigger}, ${row.provider},
+      ${row.model})`
+
+export const latestReview = (sql: SqlClient.SqlClient, prId: string) =>
+  sql`SELECT ${columns(sql)} FROM ai_reviews WHERE pr_id = ${prId} ORDER BY seq DESC LIMIT 1`.pipe(
+    decodeRows(AiReviewRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+
+export const reviewById = (sql: SqlClient.SqlClient, id: string) =>
+  sql`SELECT ${columns(sql)} FROM ai_reviews WHERE id = ${id}`.pipe(
+    decodeRows(AiReviewRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+
+/** Starts `id` unless another runner did, or it was superseded; answers whether it did. */
+export const claimReview = (sql: SqlClient.SqlClient, id: string, now: Date) =>
+  sql`
+    UPDATE ai_reviews SET status = 'running', started_at = ${now}
+    WHERE id = ${id} AND status = 'queued' RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+
+/** Older reviews of the pull request that never finished: superseded by `id`. */
+export const supersedeOlder = (sql: SqlClient.SqlClient, prId: string, id: string, headSha: string, now: Date) =>
+  sql`
+    UPDATE ai_reviews SET status = 'failed', completed_at = ${now},
+      error = ${`Superseded by a newer review (of ${headSha.slice(0, 7)})`}
+    WHERE pr_id = ${prId} AND id <> ${id} AND status IN ('queued', 'running')
+      AND seq < (SELECT seq FROM ai_reviews WHERE id = ${id})`
+
+export const completeReview = (sql: SqlClient.SqlClient, id: string, result: {
+  readonly summary: string
+  readonly sentiment: string
+  readonly suggestions: number
+  readonly security: number
+  readonly performance: number
+  readonly inputTokens: number
+  readonly outputTokens: number
+  readonly skipped: ReadonlyArray<string>
+  readonly now: Date
+}) =>
+  sql`
+    UPDATE ai_reviews SET status = 'completed', summary = ${result.summary}, overall_sentiment = ${result.sentiment},
+      suggestions_count = ${result.suggestions}, security_issues = ${result.security},
+      performance_issues = ${result.performance}, input_tokens = ${result.inputTokens},
+      output_tokens = ${result.outputTokens}, skipped_files = ${JSON.stringify(result.skipped)}::jsonb,
+      completed_at = ${result.now}
+    WHERE id = ${id} AND status = 'running' RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+
+export const failReview = (sql: SqlClient.SqlClient, id: string, error: string, usage: {
+  readonly inputTokens: number
+  readonly outputTokens: number
+}, now: Date) =>
+  sql`
+    UPDATE ai_reviews SET status = 'failed', error = ${error}, input_tokens = GREATEST(input_tokens, ${usage.inputTokens}),
+      output_tokens = GREATEST(output_tokens, ${usage.outputTokens}), completed_at = ${now}
+    WHERE id = ${id} AND status IN ('queued', 'running') RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+
+/** Queued reviews no runner started within `olderThanMs` (a lost wake-up, a restart). */
+export const strandedReviews = (sql: SqlClient.SqlClient, before: Date) =>
+  sql`SELECT id, pr_id FROM ai_reviews WHERE status = 'queued' AND created_at < ${before} LIMIT 100`.pipe(
+    decodeRows(Schema.Struct({ id: Schema.String, pr_id: Schema.String }))
+  )

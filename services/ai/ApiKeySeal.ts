@@ -1,0 +1,15 @@
+import type { Crypto } from "../platform/Crypto.ts"
+
+/**
+ * The one place the AI provider key meets `Crypto` (GUIDE §15: encrypted with the
+ * organization's key, bound to org, repository and purpose): the purpose names the
+ * repository, so a ciphertext copied to another repository's (or another purpose's) row
+ * does not open.
+ */
+const purpose = (repoId: string) => `ai-review:api-key:${repoId}`
+
+export const sealApiKey = (crypto: Crypto["Service"], orgId: string, repoId: string, apiKey: string) =>
+  crypto.encrypt(orgId, purpose(repoId), apiKey)
+
+export const openApiKey = (crypto: Crypto["Service"], orgId: string, repoId: string, sealed: string) =>
+  crypto.decrypt(orgId, purpose(repoId), sealed)
