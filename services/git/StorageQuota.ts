@@ -2,16 +2,10 @@ import { Effect, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { perPlan } from "../tenancy/Plans.ts"
 
-const GiB = 1024 ** 3
-
-/** Storage per organization (spec 001 "Limits": Free 1 GB, Pro 10 GB, Enterprise 100 GB; Hobby as Free). */
-export const storageLimitBytes: Record<Plan, number> = {
-  free: 1 * GiB,
-  hobby: 1 * GiB,
-  pro: 10 * GiB,
-  enterprise: 100 * GiB
-}
+/** Storage per organization, from the plan table. */
+export const storageLimitBytes = perPlan((p) => p.storageBytes)
 
 export interface StorageStanding {
   readonly usedBytes: number
