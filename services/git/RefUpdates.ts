@@ -51,6 +51,11 @@ export interface RefUpdateInput {
   readonly pusher: Pusher | null
   /** The check prepared for this update (`RefUpdateCheckFn.prepare`); the context's `RefUpdateCheck` otherwise. */
   readonly check?: RefUpdateCheckFn | undefined
+  /**
+   * Writes that must commit with the refs (a merge marks its pull request merged): run in the
+   * compare-and-swap's transaction once every command applied, so both commit or neither does.
+   */
+  readonly alongside?: Effect.Effect<void> | undefined
 }
 
 /**
@@ -233,6 +238,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           if (applied.length > 0) {
             yield* recordRefUpdate(sql, repo.id, newDefault)
           }
+          if (input.alongside !== undefined && applied.length === input.commands.length) yield* input.alongside
           return "committed" as const
         })).pipe(Effect.orDie)
 
