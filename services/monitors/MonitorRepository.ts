@@ -15,6 +15,9 @@ import {
   StatusSpan
 } from "./MonitorRows.ts"
 
+/** What `healthOfOrg` answers, for the status summary. */
+export type { MonitorHealth }
+
 /**
  * The one owner of the `monitors` table's SQL. Every row leaves here decoded by a Schema
  * (a row that does not match is a defect, not a silently wrong value); other services —

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url"
  * served with an ETag and a one-hour cache.
  */
 const own = (name: string) => fileURLToPath(new URL(`./assets/${name}`, import.meta.url))
-const altchaWidget = fileURLToPath(new URL("../pages/altcha.min.js", import.meta.resolve("altcha")))
+const altchaWidget = fileURLToPath(new URL("./altcha.min.js", import.meta.resolve("altcha")))
 
 const files: ReadonlyArray<readonly [name: string, path: string, contentType: string]> = [
   ["status.css", own("status.css"), "text/css; charset=utf-8"],
