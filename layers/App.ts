@@ -1,6 +1,7 @@
 import { Layer } from "effect"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
+import { LifecycleLive } from "../services/git/LifecycleLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { MailOutbox } from "../services/mail/MailOutbox.ts"
@@ -33,6 +34,7 @@ import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
 import { RepositoryEntityLayer } from "../src/entities/git/RepositoryEntity.ts"
+import { TrashPurgeCron } from "../src/entities/git/TrashPurgeCron.ts"
 import { MonitorSchedulingLive } from "../src/entities/monitors/MonitorScheduling.ts"
 import { IngestStreamEntityLayer } from "../src/entities/observe/IngestStreamEntity.ts"
 import { SpikeMailer } from "../src/entities/observe/SpikeMailer.ts"
@@ -79,6 +81,7 @@ export const AppLive = (config: AppConfigShape) => {
     IngestStreamEntityLayer,
     SpikeMailer,
     RepositoryEntityLayer,
+    TrashPurgeCron,
     WebhookDelivery,
     PullRequestLive()
   )
@@ -98,6 +101,7 @@ export const AppLive = (config: AppConfigShape) => {
   return Layer.mergeAll(Http, Entities, Notifications).pipe(
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    Layer.provideMerge(LifecycleLive),
     Layer.provideMerge(PullsLive),
     Layer.provideMerge(CodeReviewLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.

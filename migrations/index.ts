@@ -17,6 +17,7 @@ import webhookLogLean from "./0017_webhook_log_lean.ts"
 import observeHotCounters from "./0018_observe_hot_counters.ts"
 import webhookQueue from "./0019_webhook_queue.ts"
 import observeIssuePending from "./0020_observe_issue_pending.ts"
+import repositoryLifecycle from "./0050_repository_lifecycle.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -38,5 +39,6 @@ export const migrations = {
   "0017_webhook_log_lean": webhookLogLean,
   "0018_observe_hot_counters": observeHotCounters,
   "0019_webhook_queue": webhookQueue,
-  "0020_observe_issue_pending": observeIssuePending
+  "0020_observe_issue_pending": observeIssuePending,
+  "0050_repository_lifecycle": repositoryLifecycle
 }

@@ -17,6 +17,7 @@ import { deleteRef, storedRefs, upsertRef } from "./RefRows.ts"
 import { type GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { lockForRefUpdate, recordRefUpdate } from "./RepositoryRows.ts"
+import { storageStanding } from "./StorageQuota.ts"
 
 /** One requested ref change; `ZERO_SHA` as old means create, as new means delete. */
 export interface RefCommand {
@@ -140,6 +141,18 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         for (const command of input.commands) {
           const problem = refNameProblem(command.name)
           if (problem !== undefined) verdicts.set(command.name, problem)
+        }
+        // GUIDE §16: at 100% of the plan's storage every write is refused here, the one path all
+        // writers take (push, merge, suggestion and AI commits); deletions still pass.
+        if (input.commands.some((c) => c.newSha !== ZERO_SHA && !verdicts.has(c.name))) {
+          const storage = yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          if (storage.blocked) {
+            for (const command of input.commands) {
+              if (command.newSha !== ZERO_SHA && !verdicts.has(command.name)) {
+                verdicts.set(command.name, "storage quota exceeded")
+              }
+            }
+          }
         }
         const candidates = input.commands.filter((c) => !verdicts.has(c.name))
         const tips = candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha)

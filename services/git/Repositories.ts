@@ -19,7 +19,9 @@ import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../tenancy/Tenancy.ts"
 import { branchRefs, tagRefs } from "./RefRows.ts"
 import {
+  dropRedirect,
   findLiveRepositories,
+  findRedirect,
   insertRepository,
   type RepositoryRow,
   trashRepository,
@@ -49,6 +51,34 @@ const toRecord = (row: RepositoryRow): RepoRecord => ({
   archived: row.archived
 })
 
+/** The wire form of a repository row; clone URLs start with `baseUrl`. */
+export const repositoryView = (baseUrl: string, row: RepositoryRow): Repository => ({
+  id: row.id,
+  name: row.name,
+  slug: row.slug,
+  fullName: `${row.org_slug}/${row.slug}`,
+  description: row.description,
+  visibility: row.visibility,
+  defaultBranch: row.default_branch,
+  allowForking: row.allow_forking,
+  archived: row.archived,
+  cloneUrl: `${baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
+  storageBytes: row.pack_bytes + row.lfs_bytes,
+  stalePullRequests: {
+    enabled: row.stale_enabled,
+    warnAfterDays: row.stale_warn_days,
+    closeAfterDays: row.stale_close_days
+  },
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
+})
+
+/** Archived repositories are read-only: every write answers 409 naming the archive (GUIDE §16). */
+export const refuseArchived = (repo: RepoRecord) =>
+  repo.archived
+    ? Effect.fail(new Conflict({ message: `Repository '${repo.orgSlug}/${repo.slug}' is archived` }))
+    : Effect.void
+
 /**
  * Which of a repository's branches some protection rule matches (the branch list's
  * `protected`); branch protection fills it in, the default protects nothing.
@@ -76,6 +106,8 @@ export class Repositories extends Context.Service<Repositories, {
   record(orgId: string, slug: string): Effect.Effect<RepoRecord, NotFound>
   /** Internal: a live repository by id. */
   findById(id: string): Effect.Effect<Option.Option<RepoRecord>>
+  /** Internal: where a moved repository's old path leads now (GUIDE §16), if anywhere. */
+  redirect(orgSlug: string, repoSlug: string): Effect.Effect<Option.Option<RepoRecord>>
 }>()("canopy/git/Repositories") {
   static readonly layer = Layer.effect(
     Repositories,
@@ -84,26 +116,7 @@ export class Repositories extends Context.Service<Repositories, {
       const config = yield* AppConfig
       const notFound = (slug: string) => new NotFound({ message: `Repository '${slug}' not found` })
 
-      const toRepository = (row: RepositoryRow): Repository => ({
-        id: row.id,
-        name: row.name,
-        slug: row.slug,
-        fullName: `${row.org_slug}/${row.slug}`,
-        description: row.description,
-        visibility: row.visibility,
-        defaultBranch: row.default_branch,
-        allowForking: row.allow_forking,
-        archived: row.archived,
-        cloneUrl: `${config.baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
-        storageBytes: row.pack_bytes + row.lfs_bytes,
-        stalePullRequests: {
-          enabled: row.stale_enabled,
-          warnAfterDays: row.stale_warn_days,
-          closeAfterDays: row.stale_close_days
-        },
-        createdAt: row.created_at.toISOString(),
-        updatedAt: row.updated_at.toISOString()
-      })
+      const toRepository = (row: RepositoryRow): Repository => repositoryView(config.baseUrl, row)
 
       const live = (rest: Statement.Fragment) => findLiveRepositories(sql, rest).pipe(Effect.orDie)
 
@@ -130,6 +143,8 @@ export class Repositories extends Context.Service<Repositories, {
             defaultBranch: input.defaultBranch ?? "main",
             allowForking: input.allowForking ?? false
           })
+          // The name is used again: a moved repository's old path stops redirecting here.
+          yield* dropRedirect(sql, org.slug, input.name)
           yield* changed({ id, org_id: org.id }, "created")
         })).pipe(
           Effect.catchTag("SqlError", (error) =>
@@ -225,7 +240,15 @@ export class Repositories extends Context.Service<Repositories, {
 
       const record = (orgId: string, slug: string) => Effect.map(findOwned(orgId, slug), toRecord)
 
-      return Repositories.of({ create, list, get, update, remove, branches, tags, find, record, findById })
+      const redirect = (orgSlug: string, repoSlug: string) =>
+        Effect.gen(function*() {
+          // Only while the old name is free: a repository created under it ends the redirect.
+          if (Option.isSome(yield* find(orgSlug, repoSlug))) return Option.none<RepoRecord>()
+          const row = yield* findRedirect(sql, orgSlug, repoSlug).pipe(Effect.orDie)
+          return Option.map(row, toRecord)
+        })
+
+      return Repositories.of({ create, list, get, update, remove, branches, tags, find, record, findById, redirect })
     })
   )
 }

@@ -48,4 +48,7 @@ export const OutcomeRow = Schema.Struct({ org_id: Schema.String, just_disabled: 
 export const ScopeCountRow = Schema.Struct({ plan: Plan, count: Int8 })
 
 /** An owner's e-mail address (from tenancy's `memberships` and `users`). */
+/** A webhook's encrypted secret (a transfer re-encrypts it). */
+export const SecretRow = Schema.Struct({ id: Schema.String, secret_enc: Schema.NullOr(Schema.String) })
+
 export const OwnerEmailRow = Schema.Struct({ email: Schema.String })

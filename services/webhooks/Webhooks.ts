@@ -13,6 +13,7 @@ import {
 } from "../../schemas/webhooks/Webhooks.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
+import { reencrypt } from "../platform/Reencrypt.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
@@ -22,6 +23,7 @@ import {
   OutcomeRow,
   OwnerEmailRow,
   ScopeCountRow,
+  SecretRow,
   WebhookIdRow,
   WebhookRow
 } from "./WebhookRows.ts"
@@ -88,6 +90,13 @@ export class Webhooks extends Context.Service<Webhooks, {
     id: string,
     outcome: { readonly ok: boolean; readonly at: Date; readonly disableAfterMs: number }
   ): Effect.Effect<Option.Option<ReadonlyArray<string>>>
+  /**
+   * Internal (repository transfer, in the caller's transaction): the repository's webhooks
+   * move to `toOrgId`, their secrets re-encrypted under its key.
+   */
+  moveRepository(repoId: string, fromOrgId: string, toOrgId: string): Effect.Effect<void, never, SqlClient.SqlClient>
+  /** Internal (repository purge, in the caller's transaction): the repository's webhooks go. */
+  removeForRepository(repoId: string): Effect.Effect<void, never, SqlClient.SqlClient>
 }>()("canopy/webhooks/Webhooks") {
   static readonly layer = Layer.effect(
     Webhooks,
@@ -283,7 +292,31 @@ export class Webhooks extends Context.Service<Webhooks, {
         return Option.some(owners.map((owner) => owner.email))
       })
 
+      const moveRepository = (repoId: string, fromOrgId: string, toOrgId: string) =>
+        Effect.gen(function*() {
+          const client = yield* SqlClient.SqlClient
+          const rows = yield* client`
+            SELECT id, secret_enc FROM webhooks WHERE org_id = ${fromOrgId} AND repo_id = ${repoId} FOR UPDATE`.pipe(
+            decodeRows(SecretRow)
+          )
+          for (const row of rows) {
+            const secret = row.secret_enc === null
+              ? null
+              : yield* reencrypt(fromOrgId, toOrgId, row.secret_enc).pipe(Effect.provideService(Crypto, crypto))
+            yield* client`
+              UPDATE webhooks SET org_id = ${toOrgId}, secret_enc = ${secret}, updated_at = now() WHERE id = ${row.id}`
+          }
+        }).pipe(Effect.orDie)
+
+      const removeForRepository = (repoId: string) =>
+        Effect.flatMap(SqlClient.SqlClient, (client) => client`DELETE FROM webhooks WHERE repo_id = ${repoId}`).pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
       return Webhooks.of({
+        moveRepository,
+        removeForRepository,
         create,
         list,
         get,

@@ -1,5 +1,6 @@
 import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../package.json" with { type: "json" }
+import { LifecycleApi } from "./git/LifecycleApi.ts"
 import { RepositoriesApi } from "./git/RepositoriesApi.ts"
 import { IncidentsApi } from "./incidents/IncidentsApi.ts"
 import { RepositoryIssuesApi } from "./issues/RepositoryIssuesApi.ts"
@@ -38,6 +39,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(PerformanceApi)
   .add(SubscriptionsApi)
   .add(RepositoriesApi)
+  .add(LifecycleApi)
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
   .add(BranchProtectionApi)

@@ -7,6 +7,7 @@ import { CanopyApi } from "./Api.ts"
 import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
+import { LifecycleHandlers } from "./git/LifecycleHandlers.ts"
 import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
@@ -46,7 +47,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([ObserveHandlers]),
   Layer.provide([SubscriptionsHandlers]),
-  Layer.provide(RepositoriesHandlers),
+  Layer.provide([RepositoriesHandlers, LifecycleHandlers]),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide([BranchProtectionHandlers, CommitStatusesHandlers, GpgKeysHandlers, AuditHandlers]),
   Layer.provide(PullRequestsHandlers),
