@@ -8,6 +8,7 @@ import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
 import { LifecycleHandlers } from "./git/LifecycleHandlers.ts"
+import { RepoRedirects } from "./git/RepoRedirects.ts"
 import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
@@ -70,6 +71,7 @@ export const HttpAppLive = Layer.mergeAll(
   StatusAssets,
   PublicStatusRoutes,
   GitRoutes,
+  RepoRedirects,
   EdgeMiddleware,
   TrustedProxiesMiddleware
 )
