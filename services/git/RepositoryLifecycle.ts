@@ -68,8 +68,10 @@ export class RepositoryLifecycle extends Context.Service<RepositoryLifecycle, {
       const cache = yield* RepoCache
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
-      const changed = (repo: { readonly id: string; readonly orgId: string }, change: "updated" | "deleted" | "created") =>
-        withSql(publish(RepositoryChangedEvent.make(repo.orgId, { repoId: repo.id, change })))
+      const changed = (
+        repo: { readonly id: string; readonly orgId: string },
+        change: "updated" | "deleted" | "created"
+      ) => withSql(publish(RepositoryChangedEvent.make(repo.orgId, { repoId: repo.id, change })))
       const trashNotFound = (id: string) => new NotFound({ message: `Repository '${id}' is not in the trash` })
 
       const update = Effect.fn("RepositoryLifecycle.update")(
@@ -151,7 +153,8 @@ export class RepositoryLifecycle extends Context.Service<RepositoryLifecycle, {
       /** Everything of one trashed repository, under its row lock (a restore waits, then finds nothing). */
       const purgeOne = (repoId: string) =>
         sql.withTransaction(Effect.gen(function*() {
-          const locked = yield* sql`SELECT id FROM repositories WHERE id = ${repoId} AND deleted_at IS NOT NULL FOR UPDATE`
+          const locked =
+            yield* sql`SELECT id FROM repositories WHERE id = ${repoId} AND deleted_at IS NOT NULL FOR UPDATE`
           if (locked.length === 0) return false
           // Packs, LFS objects and CI caches all live under the repository's own prefix.
           const stored = yield* blobs.list(`repos/${repoId}/`)

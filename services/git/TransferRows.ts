@@ -4,7 +4,7 @@ import type * as Statement from "effect/sql/Statement"
 import type { Transfer } from "../../schemas/git/Lifecycle.ts"
 import { TransferState } from "../../schemas/git/Lifecycle.ts"
 import { Role } from "../../schemas/tenancy/Tenancy.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
  * The `repo_transfers` table: its row and every statement on it. A pending transfer whose
@@ -17,6 +17,9 @@ export const TransferRow = Schema.Struct({
   repo_id: Schema.String,
   repo_name: Schema.String,
   repo_slug: Schema.String,
+  /** Packs + LFS: what the target must have room for. */
+  repo_bytes: Int8,
+  requested_by: Schema.String,
   from_org_id: Schema.String,
   from_org_slug: Schema.String,
   to_org_id: Schema.String,
@@ -47,7 +50,7 @@ export const toTransfer = (row: TransferRow, now: number): Transfer => ({
 /** Transfers with their repository and organizations, by `rest` (`WHERE …`, `ORDER BY …`). */
 export const findTransfers = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
   sql`
-    SELECT t.*, r.name AS repo_name, r.slug AS repo_slug, f.slug AS from_org_slug, o.slug AS to_org_slug
+    SELECT t.*, r.name AS repo_name, r.slug AS repo_slug, r.pack_bytes + r.lfs_bytes AS repo_bytes, f.slug AS from_org_slug, o.slug AS to_org_slug
     FROM repo_transfers t JOIN repositories r ON r.id = t.repo_id
     JOIN organizations f ON f.id = t.from_org_id JOIN organizations o ON o.id = t.to_org_id ${rest}`.pipe(
     decodeRows(TransferRow)

@@ -68,55 +68,62 @@ export class Transfers extends Context.Service<Transfers, {
       const notFound = (id: string) => new NotFound({ message: `Transfer '${id}' not found` })
 
       const load = (id: string) =>
-        findTransfers(sql, sql`WHERE t.id = ${id}`).pipe(Effect.orDie, Effect.map((rows) => Option.fromNullishOr(rows[0])))
+        findTransfers(sql, sql`WHERE t.id = ${id}`).pipe(
+          Effect.orDie,
+          Effect.map((rows) => Option.fromNullishOr(rows[0]))
+        )
 
       const nameTaken = (orgSlug: string, repoSlug: string, repoName: string) =>
         Effect.flatMap(repos.find(orgSlug, repoSlug), (found) =>
           Option.isSome(found)
-            ? Effect.fail(new Conflict({ message: `The organization '${orgSlug}' has a repository named '${repoName}'` }))
+            ? Effect.fail(
+              new Conflict({ message: `The organization '${orgSlug}' has a repository named '${repoName}'` })
+            )
             : Effect.void)
 
-      const request = Effect.fn("Transfers.request")(function*(actor: TransferActor, repoSlug: string, targetOrg: string) {
-        if (!isAdmin(actor.role)) {
-          return yield* new Forbidden({ message: "Transferring a repository needs an owner or admin" })
+      const request = Effect.fn("Transfers.request")(
+        function*(actor: TransferActor, repoSlug: string, targetOrg: string) {
+          if (!isAdmin(actor.role)) {
+            return yield* new Forbidden({ message: "Transferring a repository needs an owner or admin" })
+          }
+          const repo = yield* repos.record(actor.orgId, repoSlug)
+          const target = yield* organizationWithRole(sql, targetOrg, actor.userId).pipe(Effect.orDie)
+          // Not a member of the target, or no such organization: 404 alike (existence does not leak).
+          if (Option.isNone(target) || target.value.role === null) {
+            return yield* new NotFound({ message: `Organization '${targetOrg}' not found` })
+          }
+          if (!isAdmin(target.value.role)) {
+            return yield* new Forbidden({ message: `Transferring needs an owner or admin of '${targetOrg}' too` })
+          }
+          if (target.value.id === actor.orgId) {
+            return yield* new ValidationError({
+              message: "The repository is already in that organization",
+              details: [{ path: "body.targetOrg", message: "must be another organization" }]
+            })
+          }
+          yield* nameTaken(target.value.slug, repo.slug, repo.name)
+          const now = yield* Clock.currentTimeMillis
+          const id = makeId("xfer")
+          yield* sql.withTransaction(Effect.gen(function*() {
+            yield* expirePending(sql, repo.id, new Date(now))
+            yield* insertTransfer(sql, {
+              id,
+              repoId: repo.id,
+              fromOrgId: actor.orgId,
+              toOrgId: target.value.id,
+              requestedBy: actor.userId,
+              expiresAt: new Date(now + lifecycle.transferAcceptanceDays * DAY_MS),
+              now: new Date(now)
+            })
+          })).pipe(
+            Effect.catchTag("SqlError", (error) =>
+              isUniqueViolation(error)
+                ? Effect.fail(new Conflict({ message: `Repository '${repo.name}' already has a pending transfer` }))
+                : Effect.die(error))
+          )
+          return toTransfer(Option.getOrThrow(yield* load(id)), now)
         }
-        const repo = yield* repos.record(actor.orgId, repoSlug)
-        const target = yield* organizationWithRole(sql, targetOrg, actor.userId).pipe(Effect.orDie)
-        // Not a member of the target, or no such organization: 404 alike (existence does not leak).
-        if (Option.isNone(target) || target.value.role === null) {
-          return yield* new NotFound({ message: `Organization '${targetOrg}' not found` })
-        }
-        if (!isAdmin(target.value.role)) {
-          return yield* new Forbidden({ message: `Transferring needs an owner or admin of '${targetOrg}' too` })
-        }
-        if (target.value.id === actor.orgId) {
-          return yield* new ValidationError({
-            message: "The repository is already in that organization",
-            details: [{ path: "body.targetOrg", message: "must be another organization" }]
-          })
-        }
-        yield* nameTaken(target.value.slug, repo.slug, repo.name)
-        const now = yield* Clock.currentTimeMillis
-        const id = makeId("xfer")
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* expirePending(sql, repo.id, new Date(now))
-          yield* insertTransfer(sql, {
-            id,
-            repoId: repo.id,
-            fromOrgId: actor.orgId,
-            toOrgId: target.value.id,
-            requestedBy: actor.userId,
-            expiresAt: new Date(now + lifecycle.transferAcceptanceDays * DAY_MS),
-            now: new Date(now)
-          })
-        })).pipe(
-          Effect.catchTag("SqlError", (error) =>
-            isUniqueViolation(error)
-              ? Effect.fail(new Conflict({ message: `Repository '${repo.name}' already has a pending transfer` }))
-              : Effect.die(error))
-        )
-        return toTransfer(Option.getOrThrow(yield* load(id)), now)
-      })
+      )
 
       const list = Effect.fn("Transfers.list")(function*(orgId: string) {
         const now = yield* Clock.currentTimeMillis
@@ -164,27 +171,30 @@ export class Transfers extends Context.Service<Transfers, {
           if (Option.isNone(pending)) return "not pending" as const
           const fresh = pending.value
           // The requester may have lost a role since: both sides must still hold it.
-          const requester = yield* sql`SELECT requested_by FROM repo_transfers WHERE id = ${id}`
-          const requestedBy = String((requester[0] as { requested_by: string }).requested_by)
-          const roles = [yield* roleIn(sql, fresh.from_org_id, requestedBy), yield* roleIn(sql, fresh.to_org_id, requestedBy)]
-          if (!roles.every(isAdmin)) return "requester lost a role" as const
+          const fromRole = yield* roleIn(sql, fresh.from_org_id, fresh.requested_by)
+          const toRole = yield* roleIn(sql, fresh.to_org_id, fresh.requested_by)
+          if (!isAdmin(fromRole) || !isAdmin(toRole)) return "requester lost a role" as const
           if (Option.isSome(yield* repos.find(fresh.to_org_slug, fresh.repo_slug))) return "name taken" as const
-          const [source] = yield* sql`SELECT pack_bytes + lfs_bytes AS bytes FROM repositories WHERE id = ${fresh.repo_id}`
-          const bytes = Number((source as { bytes: string | number }).bytes)
           const standing = yield* withSql(storageStanding(fresh.to_org_id))
-          if (standing.usedBytes + bytes > standing.limitBytes) return "no storage" as const
+          if (standing.usedBytes + fresh.repo_bytes > standing.limitBytes) return "no storage" as const
           yield* moveRepositoryRow(sql, fresh.repo_id, fresh.to_org_id)
           yield* withSql(pulls.moveRepository(fresh.repo_id, fresh.to_org_id))
           yield* withSql(webhooks.moveRepository(fresh.repo_id, fresh.from_org_id, fresh.to_org_id))
           yield* insertRedirect(sql, fresh.from_org_slug, fresh.repo_slug, fresh.repo_id)
           yield* dropRedirect(sql, fresh.to_org_slug, fresh.repo_slug)
           yield* decideTransfer(sql, id, { state: "accepted", by: actor.userId, now: new Date(now) })
-          yield* withSql(publish(RepositoryChangedEvent.make(fresh.from_org_id, { repoId: fresh.repo_id, change: "deleted" })))
-          yield* withSql(publish(RepositoryChangedEvent.make(fresh.to_org_id, { repoId: fresh.repo_id, change: "created" })))
+          yield* withSql(
+            publish(RepositoryChangedEvent.make(fresh.from_org_id, { repoId: fresh.repo_id, change: "deleted" }))
+          )
+          yield* withSql(
+            publish(RepositoryChangedEvent.make(fresh.to_org_id, { repoId: fresh.repo_id, change: "created" }))
+          )
           return "accepted" as const
         })).pipe(
-          Effect.catchTag("SqlError", (error) =>
-            isUniqueViolation(error) ? Effect.succeed("name taken" as const) : Effect.die(error))
+          Effect.catchTag(
+            "SqlError",
+            (error) => isUniqueViolation(error) ? Effect.succeed("name taken" as const) : Effect.die(error)
+          )
         )
         const current = Option.getOrThrow(yield* load(id))
         switch (outcome) {
@@ -193,7 +203,9 @@ export class Transfers extends Context.Service<Transfers, {
           case "not pending":
             return yield* new Conflict({ message: `Transfer '${id}' is ${stateAt(current, now)}` })
           case "requester lost a role":
-            return yield* new Conflict({ message: "The requester is no longer an owner or admin of both organizations" })
+            return yield* new Conflict({
+              message: "The requester is no longer an owner or admin of both organizations"
+            })
           case "name taken":
             return yield* new Conflict({
               message: `The organization '${current.to_org_slug}' has a repository named '${current.repo_name}'`

@@ -13,8 +13,8 @@ import {
 } from "../../schemas/webhooks/Webhooks.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
-import { reencrypt } from "../platform/Reencrypt.ts"
 import { makeId } from "../platform/Ids.ts"
+import { reencrypt } from "../platform/Reencrypt.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {

@@ -17,7 +17,10 @@ class TestApp extends Context.Service<TestApp, {
 }>()("test/git/Lifecycle") {}
 const TestAppLive = Layer.effect(
   TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql, blobs: Path.join(app.config.dataDir, "blobs") }))
+  Effect.map(
+    startApp(),
+    (app) => ({ baseUrl: app.baseUrl, sql: app.sql, blobs: Path.join(app.config.dataDir, "blobs") })
+  )
 )
 
 let counter = 0
@@ -140,7 +143,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       const git = yield* gitClient
       const doomed = yield* createRepo(baseUrl, { slug: slug("purge") })
       yield* pushedWorkTree(git, doomed.url, "doomed")
-      const kept = yield* request(code(baseUrl, "/repos"), { method: "POST", token: doomed.key, body: { name: "kept" } })
+      const kept = yield* request(code(baseUrl, "/repos"), {
+        method: "POST",
+        token: doomed.key,
+        body: { name: "kept" }
+      })
       yield* pushedWorkTree(git, cloneUrl(baseUrl, doomed.slug, "kept", doomed.key), "kept")
       const before = blobKeys(blobs)
       const ofDoomed = before.filter((key) => key.startsWith(`repos/${doomed.id}/`))
@@ -282,8 +289,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       yield* git.ok(["clone", "-q", cloneUrl(baseUrl, repo.slug, "r", targetKey), clone])
       const pushed = yield* commit(git, clone, { "n.txt": "n\n" }, "after the transfer")
       yield* git.ok(["push", "-q", cloneUrl(baseUrl, target, "r", targetKey), "main"], { cwd: clone })
-      const [delivery] = yield* eventually("the push webhook", Effect.sync(() => receiver.on("/hook")), (r) =>
-        r.some((d) => d.body.toString().includes(pushed)))
+      const [delivery] = yield* eventually(
+        "the push webhook",
+        Effect.sync(() => receiver.on("/hook")),
+        (r) => r.some((d) => d.body.toString().includes(pushed))
+      )
       const signature = createHmac("sha256", "s3cret").update(delivery.body).digest("hex")
       expect(delivery.headers["x-service-signature"]).toBe(`sha256=${signature}`)
 

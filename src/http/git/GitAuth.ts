@@ -60,7 +60,9 @@ export const authorizeGit = (
       )
     }
     if (Option.isNone(password)) {
-      if (Option.isSome(moved) && moved.value.visibility === "public") return yield* Effect.fail(redirectTo(moved.value))
+      if (Option.isSome(moved) && moved.value.visibility === "public") {
+        return yield* Effect.fail(redirectTo(moved.value))
+      }
       if (Option.isSome(repo) && repo.value.visibility === "public" && access === "read") {
         return { repo: repo.value, principal: null } satisfies GitAccess
       }
@@ -69,7 +71,9 @@ export const authorizeGit = (
     const principal = yield* keys.authenticate(password.value).pipe(
       Effect.mapError(() => challenge("Invalid credentials"))
     )
-    if (Option.isSome(moved) && moved.value.orgId === principal.org.id) return yield* Effect.fail(redirectTo(moved.value))
+    if (Option.isSome(moved) && moved.value.orgId === principal.org.id) {
+      return yield* Effect.fail(redirectTo(moved.value))
+    }
     if (Option.isNone(repo)) return yield* Effect.fail(notFound)
     const own = principal.org.id === repo.value.orgId
     if (!own && !(repo.value.visibility === "public" && access === "read")) return yield* Effect.fail(notFound)
