@@ -18,7 +18,7 @@ module.exports = {
       severity: "error",
       comment: "schemas/ is the wire contract: it imports only effect and other schemas.",
       from: { path: "^schemas/" },
-      to: { pathNot: ["^schemas/", "^node_modules/effect/"] }
+      to: { pathNot: ["^schemas/", "(^|/)node_modules/effect/"] }
     },
     {
       name: "services-never-import-src",
@@ -53,7 +53,10 @@ module.exports = {
     doNotFollow: { path: "node_modules" },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: "tsconfig.json" },
-    enhancedResolveOptions: { exportsFields: ["exports"], conditionNames: ["import", "require", "node", "default", "types"] },
+    enhancedResolveOptions: {
+      exportsFields: ["exports"],
+      conditionNames: ["import", "require", "node", "default", "types"]
+    },
     exclude: { path: "^node_modules" }
   }
 }

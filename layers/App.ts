@@ -3,6 +3,7 @@ import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
 import { LifecycleLive } from "../services/git/LifecycleLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
+import { IssuesLive } from "../services/issues/IssuesLive.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { MailOutbox } from "../services/mail/MailOutbox.ts"
 import { CheckRecorder } from "../services/monitors/CheckRecorder.ts"
@@ -44,7 +45,6 @@ import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
-import { CodeReviewLive } from "./CodeReview.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -103,7 +103,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(ObserveExtras),
     Layer.provideMerge(LifecycleLive),
     Layer.provideMerge(PullsLive),
-    Layer.provideMerge(CodeReviewLive),
+    Layer.provideMerge(IssuesLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
     Layer.provideMerge(Domain),

@@ -108,9 +108,10 @@ const peel = (dir: string, env: Readonly<Record<string, string>>, sha: string) =
   )
 
 /**
- * The one path by which refs move (pushes now; merges, suggestion commits and other
- * server-side commits later): objects in, a check per ref, refs compared-and-swapped in
- * one Postgres transaction, domain events out in that same transaction.
+ * The one path by which refs move (pushes, pull request merges and the source branch
+ * deletion after them in `services/pulls/Merger.ts`, suggestion commits): objects in, a
+ * check per ref, refs compared-and-swapped in one Postgres transaction, domain events out
+ * in that same transaction.
  *
  * 1. An archived repository refuses everything.
  * 2. Every new tip must be connected (its objects present in the repository or the

@@ -1,11 +1,11 @@
 /**
- * The timer queue behind `MonitorAlarms`: entries ordered by due time (ties by insertion),
- * a few dozen bytes each, so one runner can hold an alarm for every monitor it hosts.
+ * The timer queue behind `RunnerAlarms`: entries ordered by due time (ties by insertion),
+ * a few dozen bytes each, so one runner can hold an alarm for every entity it hosts.
  */
 export interface HeapEntry {
   readonly at: number
   readonly seq: number
-  readonly monitorId: string
+  readonly key: string
 }
 
 /** A binary min-heap on (at, seq) with lazy deletion (stale entries are skipped). */

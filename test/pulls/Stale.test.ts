@@ -5,9 +5,9 @@ import { MessageStorage, RunnerHealth, Runners, RunnerStorage, Sharding, Shardin
 import { SqlClient } from "effect/sql"
 import { TestClock } from "effect/testing"
 import * as Path from "node:path"
-import { CodeReviewLive } from "../../layers/CodeReview.ts"
 import { Events } from "../../services/events/Events.ts"
 import { GitLive } from "../../services/git/GitLive.ts"
+import { IssuesLive } from "../../services/issues/IssuesLive.ts"
 import { AppConfig } from "../../services/platform/AppConfig.ts"
 import { Comments } from "../../services/pulls/Comments.ts"
 import { PullRequest } from "../../services/pulls/PullRequestProtocol.ts"
@@ -62,7 +62,7 @@ const build = Effect.gen(function*() {
   const dataDir = yield* tempDir("canopy-stale-")
   const layer = PullRequestLive({ sweepInterval: "1 hour" }).pipe(
     Layer.provideMerge(PullsLive),
-    Layer.provideMerge(CodeReviewLive),
+    Layer.provideMerge(IssuesLive),
     Layer.provideMerge(GitLive),
     Layer.provideMerge(Layer.mergeAll(Events.layer, layerFolder(Path.join(dataDir, "blobs")))),
     Layer.provideMerge(DayLoopTestRunner),

@@ -1,12 +1,12 @@
-import { Clock, Context, Duration, Effect, Layer, Queue, Scope, Semaphore } from "effect"
-import { EntityId, Sharding } from "effect/cluster"
+import { Clock, Context, Effect, Layer } from "effect"
 import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
-import { AlarmHeap } from "../AlarmHeap.ts"
+import * as RunnerAlarms from "../RunnerAlarms.ts"
 
 /**
- * Each runner's alarms for the monitors it hosts: a heap of (time, monitor) entries and one
- * fiber that sleeps until the earliest and sends it to the monitor entity. See
- * `MonitorScheduling.ts` for why alarms live here and not in resident entities.
+ * Each runner's alarms for the monitors it hosts (`RunnerAlarms`: one fiber sleeps until the
+ * earliest and sends it to the monitor entity), with the monitor's own rule: a delivered
+ * alarm stays "in flight" until the entity re-arms. See `MonitorScheduling.ts` for why
+ * alarms live here and not in resident entities.
  */
 export type Alarm =
   | { readonly kind: "slot"; readonly expected: number; readonly frequency: number }
@@ -48,38 +48,14 @@ export class MonitorAlarms extends Context.Service<MonitorAlarms, {
     Layer.effect(
       MonitorAlarms,
       Effect.gen(function*() {
-        const sharding = yield* Sharding.Sharding
         const makeClient = yield* Monitor.client
-        const scope = yield* Effect.scope
-        const permits = yield* Semaphore.make(options?.fireConcurrency ?? 500)
         const clock = yield* Clock.Clock
-        const alarms = new Map<
-          string,
-          { readonly at: number; readonly seq: number; readonly alarm: Alarm; firedAt?: number }
-        >()
-        const heap = new AlarmHeap()
-        const wake = yield* Queue.sliding<void>(1)
-        let seq = 0
-        let sleepingUntil = Number.POSITIVE_INFINITY
+        /** Delivered alarms (by monitor), kept until re-armed, cancelled, released or stale. */
+        const inFlight = new Map<string, { readonly alarm: Alarm; readonly firedAt: number }>()
 
-        /** The monitor's entry unless it was delivered too long ago without being replaced. */
-        const live = (monitorId: string) => {
-          const entry = alarms.get(monitorId)
-          if (entry?.firedAt !== undefined && clock.currentTimeMillisUnsafe() - entry.firedAt > IN_FLIGHT_MS) {
-            alarms.delete(monitorId)
-            return undefined
-          }
-          return entry
-        }
-
-        const hostedHere = (monitorId: string) => {
-          const entityId = EntityId.make(monitorId)
-          return sharding.hasShardId(sharding.getShardId(entityId, Monitor.getShardGroup(entityId)))
-        }
-
-        const fire = (monitorId: string, alarm: Alarm) => {
+        const send = (monitorId: string, alarm: Alarm) => {
           const client = makeClient(monitorId)
-          const send = alarm.kind === "slot"
+          return alarm.kind === "slot"
             ? client.Check({ expected: alarm.expected, frequency: alarm.frequency }, { discard: true })
             : client.Retry({
               slotAt: alarm.slotAt,
@@ -88,66 +64,53 @@ export class MonitorAlarms extends Context.Service<MonitorAlarms, {
               frequency: alarm.frequency,
               retryInterval: alarm.retryInterval
             }, { discard: true })
-          return send.pipe(
-            Effect.catchCause((cause) =>
-              Effect.logDebug("Monitor: alarm not delivered", cause).pipe(Effect.annotateLogs({ monitorId }))
-            ),
-            permits.withPermits(1),
-            Effect.forkIn(scope)
-          )
         }
 
-        const loop = Effect.gen(function*() {
-          while (true) {
-            const now = yield* Clock.currentTimeMillis
-            while (true) {
-              const top = heap.peek()
-              if (top === undefined || top.at > now) break
-              heap.pop()
-              const current = alarms.get(top.monitorId)
-              if (current === undefined || current.seq !== top.seq) continue
-              // Shards that moved away: the new host's sweep arms the monitor there.
-              if (!hostedHere(top.monitorId)) {
-                alarms.delete(top.monitorId)
-                continue
-              }
-              // Delivered but kept as "in flight" until the entity re-arms (or cancels), so
-              // the sweep does not arm the same slot again meanwhile.
-              current.firedAt = now
-              yield* fire(top.monitorId, current.alarm)
-            }
-            const next = heap.peek()
-            sleepingUntil = next === undefined ? Number.POSITIVE_INFINITY : next.at
-            if (next === undefined) yield* Queue.take(wake)
-            else yield* Effect.timeoutOption(Queue.take(wake), Duration.millis(Math.max(1, next.at - now)))
+        const timers = yield* RunnerAlarms.make<Alarm>({
+          hosted: yield* RunnerAlarms.hostedHere(Monitor),
+          concurrency: options?.fireConcurrency ?? 500,
+          fire: (monitorId, alarm, now) => {
+            // Delivered but kept as "in flight" until the entity re-arms (or cancels), so
+            // the sweep does not arm the same slot again meanwhile.
+            inFlight.set(monitorId, { alarm, firedAt: now })
+            return send(monitorId, alarm).pipe(
+              Effect.catchCause((cause) =>
+                Effect.logDebug("Monitor: alarm not delivered", cause).pipe(Effect.annotateLogs({ monitorId }))
+              )
+            )
           }
         })
-        yield* Effect.forkScoped(loop)
-        yield* Scope.addFinalizer(scope, Effect.sync(() => alarms.clear()))
+        yield* Effect.addFinalizer(() => Effect.sync(() => inFlight.clear()))
+
+        /** The armed alarm, or the delivered one unless delivered too long ago. */
+        const live = (monitorId: string): { readonly alarm: Alarm; readonly inFlight: boolean } | undefined => {
+          const armed = timers.get(monitorId)
+          if (armed !== undefined) return { alarm: armed.value, inFlight: false }
+          const delivered = inFlight.get(monitorId)
+          if (delivered === undefined) return undefined
+          if (clock.currentTimeMillisUnsafe() - delivered.firedAt > IN_FLIGHT_MS) {
+            inFlight.delete(monitorId)
+            return undefined
+          }
+          return { alarm: delivered.alarm, inFlight: true }
+        }
 
         return MonitorAlarms.of({
           set: (monitorId, at, alarm) => {
-            const entry = { at, seq: ++seq, alarm }
-            alarms.set(monitorId, entry)
-            heap.push({ at, seq: entry.seq, monitorId })
-            if (at < sleepingUntil) {
-              sleepingUntil = at
-              Queue.offerUnsafe(wake, undefined)
-            }
+            inFlight.delete(monitorId)
+            timers.set(monitorId, at, alarm)
           },
           cancel: (monitorId) => {
-            alarms.delete(monitorId)
+            inFlight.delete(monitorId)
+            timers.cancel(monitorId)
           },
           get: (monitorId) => live(monitorId)?.alarm,
-          entry: (monitorId) => {
-            const entry = live(monitorId)
-            return entry === undefined ? undefined : { alarm: entry.alarm, inFlight: entry.firedAt !== undefined }
-          },
+          entry: live,
           release: (monitorId) => {
-            if (alarms.get(monitorId)?.firedAt !== undefined) alarms.delete(monitorId)
+            inFlight.delete(monitorId)
           },
           has: (monitorId) => live(monitorId) !== undefined,
-          size: () => alarms.size
+          size: () => timers.size() + inFlight.size
         })
       })
     )

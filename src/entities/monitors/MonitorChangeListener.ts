@@ -1,8 +1,8 @@
 import { Cause, Effect, Layer, Option, Stream } from "effect"
-import { EntityId, Sharding } from "effect/cluster"
 import { MonitorChangedEvent } from "../../../schemas/monitors/Monitors.ts"
 import { Events } from "../../../services/events/Events.ts"
 import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
+import * as RunnerAlarms from "../RunnerAlarms.ts"
 
 /**
  * Listens to `monitor.changed` on this runner's live event stream (every runner sees every
@@ -15,12 +15,8 @@ import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
  */
 export const MonitorChangeListener = Layer.effectDiscard(Effect.gen(function*() {
   const events = yield* Events
-  const sharding = yield* Sharding.Sharding
   const makeClient = yield* Monitor.client
-  const hostedHere = (id: string) => {
-    const entityId = EntityId.make(id)
-    return sharding.hasShardId(sharding.getShardId(entityId, Monitor.getShardGroup(entityId)))
-  }
+  const hostedHere = yield* RunnerAlarms.hostedHere(Monitor)
   const listen = events.live.pipe(
     Stream.runForEach((event) => {
       const changed = MonitorChangedEvent.match(event)

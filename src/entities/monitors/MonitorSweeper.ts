@@ -1,7 +1,8 @@
 import { Cause, Duration, Effect, Layer } from "effect"
-import { EntityId, ShardId, Sharding, ShardingConfig } from "effect/cluster"
+import { ShardId, Sharding, ShardingConfig } from "effect/cluster"
 import { CheckRecorder } from "../../../services/monitors/CheckRecorder.ts"
 import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
+import * as RunnerAlarms from "../RunnerAlarms.ts"
 import { MonitorAlarms } from "./MonitorAlarms.ts"
 
 const STARTUP_SWEEPS = 10
@@ -28,10 +29,8 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
     const interval = Duration.fromInputUnsafe(options?.sweepInterval ?? "10 seconds")
 
     const shardsPerGroup = options?.shardsPerGroup ?? ShardingConfig.defaults.shardsPerGroup
-    const shardOf = (id: string) => {
-      const entityId = EntityId.make(id)
-      return sharding.getShardId(entityId, Monitor.getShardGroup(entityId))
-    }
+    const shardOf = RunnerAlarms.shardOf(sharding, Monitor)
+    const hostedHere = yield* RunnerAlarms.hostedHere(Monitor)
     const group = shardOf("any").group
     const allShards = Array.from({ length: shardsPerGroup }, (_, i) => i + 1)
 
@@ -45,7 +44,6 @@ export const MonitorSweeper = (options?: MonitorSchedulingOptions) =>
         unassigned.map((schedule) => ({ id: schedule.id, shard: shardOf(schedule.id).id })),
         shardsPerGroup
       )
-      const hostedHere = (id: string) => sharding.hasShardId(shardOf(id))
       for (const schedule of schedules) {
         const current = alarms.entry(schedule.id)
         // Missing, or a slot alarm for another slot than the row's (left from an earlier

@@ -1,84 +1,53 @@
-import { Cause, Clock, Context, Duration, Effect, Fiber, Layer, Schedule } from "effect"
-import { EntityId, Sharding } from "effect/cluster"
+import { Cause, Clock, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import { PullRequest } from "../../../services/pulls/PullRequestProtocol.ts"
 import { staleStepDue } from "../../../services/pulls/PullRequestRows.ts"
-import { sleepUntil } from "../SleepUntil.ts"
+import * as RunnerAlarms from "../RunnerAlarms.ts"
 
 /** After a failed `Tick` or stale step (database or cluster trouble), try again this much later. */
 export const RETRY_AFTER_ERROR_MS = 5_000
 
-interface Alarm {
-  readonly at: number
-  readonly fiber: Fiber.Fiber<void>
-}
-
 /**
- * Each runner's stale timers for the pull requests it hosts: at most one per pull request,
- * sleeping on the Effect `Clock` (so `TestClock` drives them) until it sends the entity a
- * `Tick`. The durable truth is the row (`last_activity_at`, `stale_warned_at` and the
- * repository's setting): the entity re-arms after every step, and every runner re-arms the
- * open pull requests whose shard it holds at start and every `sweepInterval` (after a
- * restart, after shards moved), so a restart loses no timer.
+ * Each runner's stale timers for the pull requests it hosts (`RunnerAlarms`): at most one
+ * per pull request, on the Effect `Clock` (so `TestClock` drives them), sending the entity
+ * a `Tick` when due. The durable truth is the row (`last_activity_at`, `stale_warned_at`
+ * and the repository's setting): the entity re-arms after every step, and every runner
+ * re-arms the open pull requests whose shard it holds at start and every `sweepInterval`
+ * (after a restart, after shards moved), so a restart loses no timer.
  */
 export class PullRequestAlarms extends Context.Service<PullRequestAlarms, {
   /** Arms (or moves) the pull request's timer to `at` (ms); `null` cancels it. */
   readonly set: (prId: string, at: number | null) => void
   readonly get: (prId: string) => number | undefined
-  readonly hostedHere: (prId: string) => boolean
 }>()("canopy/pulls/PullRequestAlarms") {
   static readonly layer = Layer.effect(
     PullRequestAlarms,
     Effect.gen(function*() {
-      const sharding = yield* Sharding.Sharding
       const makeClient = yield* PullRequest.client
       const clock = yield* Clock.Clock
-      const run = Effect.runForkWith(yield* Effect.context<never>())
-      const alarms = new Map<string, Alarm>()
 
-      const hostedHere = (prId: string) => {
-        const entityId = EntityId.make(prId)
-        return sharding.hasShardId(sharding.getShardId(entityId, PullRequest.getShardGroup(entityId)))
-      }
-
-      const fire = (prId: string) =>
-        makeClient(prId).Tick(undefined).pipe(
-          Effect.asVoid,
-          Effect.catchCause((cause) =>
-            Cause.hasInterruptsOnly(cause)
-              ? Effect.failCause(cause as Cause.Cause<never>)
-              : Effect.logWarning("PullRequest: stale tick failed, retrying", cause).pipe(
-                Effect.annotateLogs({ prId }),
-                Effect.andThen(Effect.sync(() => set(prId, clock.currentTimeMillisUnsafe() + RETRY_AFTER_ERROR_MS)))
-              )
+      const timers: RunnerAlarms.RunnerAlarms<void> = yield* RunnerAlarms.make<void>({
+        hosted: yield* RunnerAlarms.hostedHere(PullRequest),
+        fire: (prId) =>
+          makeClient(prId).Tick(undefined).pipe(
+            Effect.asVoid,
+            Effect.catchCause((cause) =>
+              Cause.hasInterruptsOnly(cause)
+                ? Effect.failCause(cause as Cause.Cause<never>)
+                : Effect.logWarning("PullRequest: stale tick failed, retrying", cause).pipe(
+                  Effect.annotateLogs({ prId }),
+                  Effect.andThen(Effect.sync(() => set(prId, clock.currentTimeMillisUnsafe() + RETRY_AFTER_ERROR_MS)))
+                )
+            )
           )
-        )
+      })
 
       const set = (prId: string, at: number | null) => {
-        const current = alarms.get(prId)
-        if (current !== undefined && current.at === at) return
-        if (current !== undefined) {
-          alarms.delete(prId)
-          current.fiber.interruptUnsafe()
-        }
-        if (at === null) return
-        const fiber = run(Effect.andThen(
-          sleepUntil(clock, at),
-          Effect.suspend(() => {
-            if (alarms.get(prId)?.fiber === fiber) alarms.delete(prId)
-            return fire(prId)
-          })
-        ))
-        alarms.set(prId, { at, fiber })
+        if (at === null) timers.cancel(prId)
+        else if (timers.get(prId)?.at !== at) timers.set(prId, at, undefined)
       }
 
-      yield* Effect.addFinalizer(() =>
-        Effect.sync(() => {
-          for (const alarm of alarms.values()) alarm.fiber.interruptUnsafe()
-          alarms.clear()
-        })
-      )
-      return PullRequestAlarms.of({ set, get: (prId) => alarms.get(prId)?.at, hostedHere })
+      return PullRequestAlarms.of({ set, get: (prId) => timers.get(prId)?.at })
     })
   )
 }
