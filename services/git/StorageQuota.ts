@@ -76,6 +76,7 @@ export const storageUsage = (orgId: string) =>
     } satisfies StorageUsage
   })
 
+const CrossedRow = Schema.Struct({ crossed_at: Schema.Date })
 const OwnerRow = Schema.Struct({ email: Schema.String, slug: Schema.String })
 
 /**
@@ -93,14 +94,14 @@ export const noteStorageStanding = (orgId: string, standing: StorageStanding) =>
     yield* sql.withTransaction(Effect.gen(function*() {
       const crossed = yield* sql`
         INSERT INTO storage_warnings (org_id) VALUES (${orgId}) ON CONFLICT (org_id) DO NOTHING
-        RETURNING crossed_at`
+        RETURNING crossed_at`.pipe(decodeRows(CrossedRow))
       if (crossed.length === 0) return
       // The owners come from tenancy's tables: read-only, for this one notice.
       const owners = yield* sql`
         SELECT u.email, o.slug FROM memberships m JOIN users u ON u.id = m.user_id
         JOIN organizations o ON o.id = m.org_id
         WHERE m.org_id = ${orgId} AND m.role = 'owner' ORDER BY u.email`.pipe(decodeRows(OwnerRow))
-      const stamp = Date.now()
+      const stamp = crossed[0].crossed_at.toISOString()
       yield* enqueueMails(owners.map((owner) => ({
         idempotencyKey: `storage-warning:${orgId}:${stamp}:${owner.email}`,
         to: owner.email,

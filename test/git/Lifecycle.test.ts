@@ -1,9 +1,10 @@
 import { expect, layer } from "@effect/vitest"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import { createHmac } from "node:crypto"
+import { createHmac, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { RepositoryLifecycle } from "../../services/git/RepositoryLifecycle.ts"
 import { api, pushBranch, repoWithMain } from "../pulls/support.ts"
 import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
@@ -14,13 +15,16 @@ class TestApp extends Context.Service<TestApp, {
   readonly baseUrl: string
   readonly sql: SqlClient.SqlClient
   readonly blobs: string
+  readonly lifecycle: RepositoryLifecycle["Service"]
 }>()("test/git/Lifecycle") {}
 const TestAppLive = Layer.effect(
   TestApp,
-  Effect.map(
-    startApp(),
-    (app) => ({ baseUrl: app.baseUrl, sql: app.sql, blobs: Path.join(app.config.dataDir, "blobs") })
-  )
+  Effect.map(startApp(), (app) => ({
+    baseUrl: app.baseUrl,
+    sql: app.sql,
+    blobs: Path.join(app.config.dataDir, "blobs"),
+    lifecycle: Context.get(app.context, RepositoryLifecycle)
+  }))
 )
 
 let counter = 0
@@ -306,5 +310,61 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
         })
       )
       expect(reused.status).toBe(404)
+    }))
+
+  it.effect("the purge sweep takes repositories 30 days after their deletion, not before", () =>
+    Effect.gen(function*() {
+      const { baseUrl, lifecycle, sql } = yield* TestApp
+      const git = yield* gitClient
+      const repo = yield* createRepo(baseUrl, { slug: slug("sweep") })
+      yield* pushedWorkTree(git, repo.url)
+      yield* request(code(baseUrl, `/repos/${repo.slug}/r`), { method: "DELETE", token: repo.key })
+      const [row] = yield* sql`SELECT deleted_at FROM repositories WHERE id = ${repo.id}`.pipe(Effect.orDie)
+      const deletedAt = (row as { deleted_at: Date }).deleted_at.getTime()
+      const exists = Effect.map(
+        sql`SELECT id FROM repositories WHERE id = ${repo.id}`.pipe(Effect.orDie),
+        (rows) => rows.length === 1
+      )
+      yield* lifecycle.purgeDue(deletedAt + 29 * 24 * 3600 * 1000)
+      expect(yield* exists).toBe(true)
+      yield* lifecycle.purgeDue(deletedAt + 30 * 24 * 3600 * 1000 + 1000)
+      expect(yield* exists).toBe(false)
+    }))
+
+  it.effect("storage warning: on every push from 80%, one e-mail to the owners per crossing", () =>
+    Effect.gen(function*() {
+      const { baseUrl, sql } = yield* TestApp
+      const git = yield* gitClient
+      const repo = yield* createRepo(baseUrl, { slug: slug("warn") })
+      const { dir } = yield* pushedWorkTree(git, repo.url)
+      // A large incompressible file, so a small push moves the share by a fraction of a percent.
+      yield* commit(git, dir, { "big.bin": randomBytes(512 * 1024) }, "big")
+      yield* git.ok(["push", "-q", repo.url, "main"], { cwd: dir })
+      const used = (yield* request(code(baseUrl, "/storage"), { token: repo.key })).body.usedBytes as number
+      const setLimit = (bytes: number) =>
+        sql`UPDATE organizations SET storage_limit_bytes = ${bytes} WHERE slug = ${repo.slug}`.pipe(Effect.orDie)
+      const mails = sql`SELECT recipient FROM mail_outbox WHERE subject LIKE ${`%${repo.slug} uses%`}`.pipe(
+        Effect.orDie
+      )
+      const pushOnce = (name: string) =>
+        Effect.gen(function*() {
+          yield* commit(git, dir, { [name]: `${name}\n` }, name)
+          return yield* git.run(["push", repo.url, "main"], { cwd: dir })
+        })
+
+      yield* setLimit(Math.ceil(used / 0.85))
+      const first = yield* pushOnce("one")
+      expect(first.code).toBe(0)
+      expect(first.stderr).toContain("warning")
+      expect((yield* pushOnce("two")).stderr).toContain("warning")
+      expect(yield* mails).toEqual([{ recipient: `${repo.slug}-owner@example.com` }])
+
+      // Below the line again, then over it: a new crossing, a new e-mail.
+      yield* setLimit(used * 100)
+      expect((yield* pushOnce("three")).stderr).not.toContain("warning")
+      const now = (yield* request(code(baseUrl, "/storage"), { token: repo.key })).body.usedBytes as number
+      yield* setLimit(Math.ceil(now / 0.9))
+      expect((yield* pushOnce("four")).stderr).toContain("warning")
+      expect((yield* mails).length).toBe(2)
     }))
 })
