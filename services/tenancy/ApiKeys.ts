@@ -17,7 +17,7 @@ import {
 import { Events, publish } from "../events/Events.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId, randomBase62 } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
 
 /** Who is calling: the key, its organization and user, and what it may do. */
@@ -55,6 +55,7 @@ const PrincipalRow = Schema.Struct({
   plan: Plan,
   project_id: Schema.String,
   requests_per_minute: Schema.NullOr(Schema.Number),
+  storage_limit_bytes: Schema.NullOr(Int8),
   org_created_at: Schema.Date,
   user_id: Schema.String,
   username: Schema.String,
@@ -184,6 +185,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           sql`
             SELECT k.id AS key_id, k.scopes, m.role,
                    o.id, o.slug, o.name AS org_name, o.plan, o.project_id::text AS project_id, o.requests_per_minute,
+                   o.storage_limit_bytes,
                    o.created_at AS org_created_at,
                    u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
             FROM api_keys k
@@ -207,6 +209,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               plan: row.plan,
               project_id: row.project_id,
               requests_per_minute: row.requests_per_minute,
+              storage_limit_bytes: row.storage_limit_bytes,
               created_at: row.org_created_at
             }),
             user: toUser({

@@ -14,8 +14,8 @@ import {
 import { OrgUpdatedEvent } from "../../schemas/tenancy/Tenancy.ts"
 import { publish } from "../events/Events.ts"
 import { makeId } from "../platform/Ids.ts"
-import { orDieOnSchema } from "../platform/Rows.ts"
-import { requestsPerMinute } from "./Plans.ts"
+import { Int8, orDieOnSchema } from "../platform/Rows.ts"
+import { plans, requestsPerMinute } from "./Plans.ts"
 
 /** An `organizations` row as selected by `organizationColumns` (`project_id` is a bigint, read as text). */
 const OrganizationRow = Schema.Struct({
@@ -25,6 +25,7 @@ const OrganizationRow = Schema.Struct({
   plan: Plan,
   project_id: Schema.Union([Schema.Number, Schema.String]),
   requests_per_minute: Schema.NullOr(Schema.Number),
+  storage_limit_bytes: Schema.NullOr(Int8),
   created_at: Schema.Date
 })
 type OrganizationRow = typeof OrganizationRow.Type
@@ -40,7 +41,8 @@ const UserRow = Schema.Struct({
 })
 type UserRow = typeof UserRow.Type
 
-const organizationColumns = "id, slug, name, plan, project_id::text AS project_id, requests_per_minute, created_at"
+const organizationColumns =
+  "id, slug, name, plan, project_id::text AS project_id, requests_per_minute, storage_limit_bytes, created_at"
 const userColumns = "id, username, email, name, created_at"
 
 const decodeOrganization = Schema.decodeUnknownEffect(OrganizationRow)
@@ -57,6 +59,7 @@ export const toOrganization = (row: OrganizationRow): Organization => ({
   plan: row.plan,
   projectId: Number(row.project_id),
   requestsPerMinute: row.requests_per_minute ?? requestsPerMinute[row.plan],
+  storageLimitBytes: row.storage_limit_bytes ?? plans[row.plan].storageBytes,
   createdAt: row.created_at.toISOString()
 })
 
@@ -148,6 +151,11 @@ export class Tenancy extends Context.Service<Tenancy, {
             input.requestsPerMinute === undefined
               ? sql`requests_per_minute`
               : input.requestsPerMinute
+          },
+              storage_limit_bytes = ${
+            input.storageLimitBytes === undefined
+              ? sql`storage_limit_bytes`
+              : input.storageLimitBytes
           },
               updated_at = now()
             WHERE id = ${current.id}

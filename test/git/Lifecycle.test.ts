@@ -6,7 +6,7 @@ import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { RepositoryLifecycle } from "../../services/git/RepositoryLifecycle.ts"
 import { api, pushBranch, repoWithMain } from "../pulls/support.ts"
-import { request, startApp } from "../support/app.ts"
+import { adminToken, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { startReceiver } from "../webhooks/receiver.ts"
 import { cloneUrl, commit, createRepo, gitClient, pushedWorkTree } from "./gitClient.ts"
@@ -189,12 +189,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       expect(usage.body.repositories).toEqual([{ name: "r", bytes: usage.body.usedBytes }])
       expect(usage.body.usedBytes).toBeGreaterThan(0)
 
-      // The organization's limit set just at what it uses: 100%.
-      const orgId = (yield* sql`SELECT org_id FROM repositories WHERE id = ${repo.id}`.pipe(Effect.orDie))[0] as {
-        org_id: string
-      }
-      yield* sql`UPDATE organizations SET storage_limit_bytes = ${usage.body.usedBytes} WHERE id = ${orgId.org_id}`
-        .pipe(Effect.orDie)
+      // The admin API sets the organization's storage just at what it uses: 100%.
+      const patched = yield* request(`${baseUrl}/api/v1/admin/orgs/${repo.slug}`, {
+        token: adminToken,
+        method: "PATCH",
+        body: { storageLimitBytes: usage.body.usedBytes }
+      })
+      expect(patched.body.storageLimitBytes).toBe(usage.body.usedBytes)
       const full = yield* request(code(baseUrl, "/storage"), { token: repo.key })
       expect(full.body.percent).toBe(100)
 
@@ -342,7 +343,11 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       yield* git.ok(["push", "-q", repo.url, "main"], { cwd: dir })
       const used = (yield* request(code(baseUrl, "/storage"), { token: repo.key })).body.usedBytes as number
       const setLimit = (bytes: number) =>
-        sql`UPDATE organizations SET storage_limit_bytes = ${bytes} WHERE slug = ${repo.slug}`.pipe(Effect.orDie)
+        request(`${baseUrl}/api/v1/admin/orgs/${repo.slug}`, {
+          token: adminToken,
+          method: "PATCH",
+          body: { storageLimitBytes: bytes }
+        })
       const mails = sql`SELECT recipient FROM mail_outbox WHERE subject LIKE ${`%${repo.slug} uses%`}`.pipe(
         Effect.orDie
       )
