@@ -24,7 +24,6 @@ import {
   findRedirect,
   insertRepository,
   type RepositoryRow,
-  trashRepository,
   updateSettings
 } from "./RepositoryRows.ts"
 
@@ -89,15 +88,15 @@ export const ProtectedBranches = Context.Reference<
 
 /**
  * Repositories of an organization (spec 001 "Repositories"). Every method is scoped by
- * organization: another organization's repository is a `NotFound`. Deleting moves the
- * repository to the trash (`deleted_at`); it then answers 404 and frees its name.
+ * organization: another organization's repository is a `NotFound`. Archive, trash and
+ * transfer are `RepositoryLifecycle`'s and `Transfers`'; a trashed repository answers 404
+ * here and frees its name.
  */
 export class Repositories extends Context.Service<Repositories, {
   create(org: Organization, input: CreateRepository): Effect.Effect<Repository, Conflict>
   list(orgId: string): Effect.Effect<RepositoryList>
   get(orgId: string, slug: string): Effect.Effect<Repository, NotFound>
   update(orgId: string, slug: string, patch: UpdateRepository): Effect.Effect<Repository, NotFound | ValidationError>
-  remove(orgId: string, slug: string): Effect.Effect<void, NotFound>
   branches(orgId: string, slug: string): Effect.Effect<BranchList, NotFound>
   tags(orgId: string, slug: string): Effect.Effect<TagList, NotFound>
   /** Internal: a live repository by organization and repository slug, any organization. */
@@ -192,14 +191,6 @@ export class Repositories extends Context.Service<Repositories, {
         return toRepository(yield* findOwned(orgId, slug))
       })
 
-      const remove = Effect.fn("Repositories.remove")(function*(orgId: string, slug: string) {
-        const current = yield* findOwned(orgId, slug)
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* trashRepository(sql, current.id)
-          yield* changed(current, "deleted")
-        })).pipe(Effect.orDie)
-      })
-
       const branches = Effect.fn("Repositories.branches")(function*(orgId: string, slug: string) {
         const repo = yield* findOwned(orgId, slug)
         const rows = yield* branchRefs(sql, repo.id).pipe(Effect.orDie)
@@ -248,7 +239,7 @@ export class Repositories extends Context.Service<Repositories, {
           return Option.map(row, toRecord)
         })
 
-      return Repositories.of({ create, list, get, update, remove, branches, tags, find, record, findById, redirect })
+      return Repositories.of({ create, list, get, update, branches, tags, find, record, findById, redirect })
     })
   )
 }

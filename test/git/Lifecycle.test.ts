@@ -103,8 +103,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       const head = yield* commit(git, work, { "data.bin": binary, "a.txt": "a\n" }, "data")
       yield* git.ok(["push", "-q", repo.url, "main"], { cwd: work })
       const repoUrl = code(baseUrl, `/repos/${repo.slug}/${repo.name}`)
+      const storage = Effect.map(request(code(baseUrl, "/storage"), { token: repo.key }), (r) => r.body.usedBytes)
+      const stored = yield* storage
+      expect(stored).toBeGreaterThan(0)
 
       expect((yield* request(repoUrl, { method: "DELETE", token: repo.key })).status).toBe(204)
+      // Storage stops counting at the deletion.
+      expect(yield* storage).toBe(0)
       expect((yield* request(repoUrl, { token: repo.key })).status).toBe(404)
       expect((yield* git.run(["ls-remote", repo.url])).code).not.toBe(0)
       const listed = yield* request(code(baseUrl, "/repos"), { token: repo.key })
@@ -139,6 +144,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       expect((yield* git.ok(["rev-parse", "HEAD"], { cwd: clone })).trim()).toBe(head)
       expect(Fs.readFileSync(Path.join(clone, "data.bin")).equals(binary)).toBe(true)
       expect((yield* request(code(baseUrl, "/trash"), { token: repo.key })).body.count).toBe(0)
+      expect(yield* storage).toBe(stored)
     }))
 
   it.effect("purge leaves no blob of the repository and every blob of the others", () =>
@@ -176,7 +182,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
 
   it.effect("storage: reported per repository; at 100% pushes and merges are refused, fetches continue", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl } = yield* TestApp
       const git = yield* gitClient
       const { dir, repo } = yield* repoWithMain(git, baseUrl, slug("storage"))
       yield* pushBranch(git, dir, "feature", [{ "f.txt": "f\n" }])
