@@ -56,7 +56,11 @@ it.effect("a runner killed mid-merge leaves the branch and the pull request cons
     )))
     const [stalled] = yield* eventually(
       "the merge to reach the pull request's update",
-      query(Pid, sql`SELECT pid FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND query LIKE '%pull_requests%'`),
+      query(
+        Pid,
+        sql`SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'PgSleep'
+          AND query LIKE '%pull_requests%'`
+      ),
       (rows) =>
         rows.length === 1,
       { timeoutMs: 60_000 }
