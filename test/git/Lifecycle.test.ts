@@ -180,7 +180,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       yield* git.ok(["clone", "-q", cloneUrl(baseUrl, doomed.slug, "kept", doomed.key), git.dir("kept-clone")])
     }))
 
-  it.effect("storage: reported per repository; at 100% pushes and merges are refused, fetches continue", () =>
+  it.effect("storage: reported per repository; at 100% pushes, merges and suggestion commits are refused, fetches continue", () =>
     Effect.gen(function*() {
       const { baseUrl } = yield* TestApp
       const git = yield* gitClient
@@ -188,6 +188,13 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       yield* pushBranch(git, dir, "feature", [{ "f.txt": "f\n" }])
       const pulls = api(baseUrl, repo)
       const opened = yield* pulls.create({ title: "Feature", sourceBranch: "feature" })
+      yield* pulls.settled(opened.body.number)
+      const suggested = yield* pulls.comment(opened.body.number, {
+        body: "```suggestion\nF\n```",
+        path: "f.txt",
+        line: 1
+      })
+      expect(suggested.status).toBe(201)
 
       const usage = yield* request(code(baseUrl, "/storage"), { token: repo.key })
       expect(usage.status).toBe(200)
@@ -209,6 +216,16 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       expect(merge.status).toBe(409)
       expect(merge.body.message).toContain("storage")
       expect((yield* pulls.get(opened.body.number)).body.state).toBe("open")
+      // A suggestion's commit takes the same path: refused too.
+      const apply = yield* request(
+        pulls.url(`/${opened.body.number}/suggestions/${suggested.body.suggestion.id}/apply`),
+        {
+          method: "POST",
+          token: repo.key
+        }
+      )
+      expect(apply.status).toBe(409)
+      expect(apply.body.message).toContain("storage")
       yield* commit(git, dir, { "g.txt": "g\n" }, "g")
       const push = yield* git.run(["push", "origin", "feature"], { cwd: dir })
       expect(push.code).not.toBe(0)
