@@ -1,7 +1,9 @@
+import { readFileSync } from "node:fs"
 import { createServer } from "node:http"
 
 /** The baseline: plain node:http answering a fixed JSON body (the same bytes Canopy returns). */
-const body = process.env.BODY ?? "{}"
+// BODY_FILE for bodies too large for an environment variable (an HTML page).
+const body = process.env.BODY_FILE !== undefined ? readFileSync(process.env.BODY_FILE) : process.env.BODY ?? "{}"
 createServer((_request, response) => {
   response.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(body) })
   response.end(body)

@@ -11,21 +11,24 @@
  * the last 20 commits of `main` from elsewhere, `git fetch` them into the first clone,
  * push the ten-commit `topic` branch.
  *
- * Then the cost of branch protection on a 100-commit signed push (bench/git-protection.ts).
+ * Then the real-history case (bench/git-history.ts): a generated history of 5,000 commits,
+ * 101 branches and 1,000 tags pushed whole, cloned, updated and fetched, against both, with
+ * Canopy's CPU per pushed ref. Then the cost of branch protection on a 100-commit signed
+ * push (bench/git-protection.ts).
  *
  * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4),
- * ONLY=protection (only the branch protection part: no generated repository, no http-backend).
+ * HISTORY_COMMITS (5000), HISTORY_BRANCHES (100), HISTORY_TAGS (1000), HISTORY_ANNOTATED_EVERY (5),
+ * ONLY=protection (only the branch protection part), ONLY=history (only the real-history case).
  */
 import { Effect, Exit, Scope } from "effect"
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import * as Http from "node:http"
-import * as Net from "node:net"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
+import { compareHistory } from "./git-history.ts"
 import { benchProtection } from "./git-protection.ts"
 import { generateRepository, isolatedGitEnv, run } from "./git-repo.ts"
+import { countingProxy, startHttpBackend } from "./git-servers.ts"
 import { freePort, printTable, startProcess, stop } from "./support.ts"
 
 const env = (name: string, fallback: number) => Number(process.env[name] || fallback)
@@ -33,71 +36,8 @@ const COMMITS = env("COMMITS", 3000)
 const FILES = env("FILES", 2000)
 const LARGE = env("LARGE", 4)
 const ONLY_PROTECTION = process.env.ONLY === "protection"
-const BACKEND = "/usr/lib/git-core/git-http-backend"
+const ONLY_HISTORY = process.env.ONLY === "history"
 const adminToken = "adm_bench_git"
-
-/** A TCP proxy to `port` that counts the bytes each way. */
-const countingProxy = async (port: number) => {
-  const counts = { up: 0, down: 0 }
-  const server = Net.createServer((client) => {
-    const upstream = Net.connect(port, "127.0.0.1")
-    client.on("data", (chunk) => counts.up += chunk.length)
-    upstream.on("data", (chunk) => counts.down += chunk.length)
-    client.pipe(upstream).pipe(client)
-    client.on("error", () => upstream.destroy())
-    upstream.on("error", () => client.destroy())
-  })
-  const listen = await freePort()
-  await new Promise<void>((resolve) => server.listen(listen, "127.0.0.1", resolve))
-  return { port: listen, counts, close: () => server.close() }
-}
-
-/** `git http-backend` as CGI behind node:http (what a web server would do). */
-const startHttpBackend = async (projectRoot: string) => {
-  const server = Http.createServer((req, res) => {
-    const url = new URL(req.url ?? "/", "http://localhost")
-    const child = spawn(BACKEND, [], {
-      env: {
-        PATH: process.env.PATH,
-        GIT_PROJECT_ROOT: projectRoot,
-        GIT_HTTP_EXPORT_ALL: "1",
-        PATH_INFO: decodeURIComponent(url.pathname),
-        QUERY_STRING: url.search.slice(1),
-        REQUEST_METHOD: req.method ?? "GET",
-        CONTENT_TYPE: req.headers["content-type"] ?? "",
-        ...(req.headers["content-length"] ? { CONTENT_LENGTH: req.headers["content-length"] } : {}),
-        HTTP_CONTENT_ENCODING: req.headers["content-encoding"] ?? "",
-        GIT_PROTOCOL: String(req.headers["git-protocol"] ?? ""),
-        REMOTE_USER: "bench",
-        REMOTE_ADDR: "127.0.0.1"
-      }
-    })
-    req.pipe(child.stdin)
-    let head = Buffer.alloc(0)
-    let headersDone = false
-    child.stdout.on("data", (chunk: Buffer) => {
-      if (headersDone) return void res.write(chunk)
-      head = Buffer.concat([head, chunk])
-      const end = head.indexOf("\r\n\r\n")
-      if (end < 0) return
-      headersDone = true
-      let status = 200
-      for (const line of head.subarray(0, end).toString("latin1").split("\r\n")) {
-        const colon = line.indexOf(":")
-        const name = line.slice(0, colon).trim()
-        const value = line.slice(colon + 1).trim()
-        if (name.toLowerCase() === "status") status = Number(value.split(" ")[0])
-        else res.setHeader(name, value)
-      }
-      res.writeHead(status)
-      res.write(head.subarray(end + 4))
-    })
-    child.stdout.on("end", () => res.end())
-  })
-  const port = await freePort()
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve))
-  return { port, close: () => server.close() }
-}
 
 interface Measure {
   readonly ms: number
@@ -216,7 +156,23 @@ const main = async () => {
   await api("/api/v1/admin/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
   await api("/api/v1/admin/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
   const { key } = await api("/api/v1/admin/orgs/bench/keys", { username: "bench" })
-  if (!ONLY_PROTECTION) await compareWithHttpBackend(dir, gitEnv, canopyPort, canopyData, key, api)
+  if (!ONLY_PROTECTION && !ONLY_HISTORY) await compareWithHttpBackend(dir, gitEnv, canopyPort, canopyData, key, api)
+  if (!ONLY_PROTECTION) {
+    await compareHistory({
+      dir,
+      gitEnv,
+      canopyPort,
+      canopyPid: canopy.pid!,
+      key,
+      createRepo: (name) => api("/api/v1/code/repos", { name }, key)
+    })
+  }
+  if (ONLY_HISTORY) {
+    await stop(canopy)
+    await Effect.runPromise(Scope.close(scope, Exit.void))
+    Fs.rmSync(dir, { recursive: true, force: true })
+    return
+  }
 
   const protection = await benchProtection({
     baseUrl: `http://127.0.0.1:${canopyPort}`,

@@ -1,20 +1,26 @@
 /**
  * `npm run bench:status`: the public status endpoints a busy status page and its embedded
- * badges receive (summary, widget, RSS feed, SVG badge) on an organization with 50
- * monitors carrying 30 days of hourly uptime rollups, 10 components and 100 incidents,
- * against a bare node:http server answering the summary's bytes, all driven by autocannon
- * on loopback in the same run. Clients come from rotating addresses behind a trusted proxy
+ * badges receive (summary, widget, RSS feed, SVG badge, HTML page) on an organization with
+ * 50 monitors carrying 30 days of hourly uptime rollups, 10 components and 100 incidents,
+ * each followed at once by a bare node:http server answering the same bytes (a shared
+ * machine's load drifts; back-to-back pairs keep each ratio honest), all driven by
+ * autocannon on loopback in the same run; then the summary's 304s, a cold-cache burst per
+ * endpoint, and the time from an incident opened on one runner to the summary a second
+ * runner serves. Clients come from rotating addresses behind a trusted proxy
  * (`X-Forwarded-For`), as a status page's visitors do, so the per-IP limits do not cut in.
  * Env: DURATION (seconds per endpoint, default 5), CONNECTIONS (default 20).
  */
 import { Effect, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
+import * as Fs from "node:fs"
+import * as Path from "node:path"
 import { Database } from "../services/platform/Database.ts"
 import {
   benchAdminToken,
   freePort,
   load,
   type LoadResult,
+  percentile,
   printTable,
   startCanopyOnEmbeddedPostgres,
   startProcess,
@@ -26,11 +32,13 @@ const connections = Number(process.env.CONNECTIONS ?? 20)
 const MONITORS = 50
 const COMPONENTS = 10
 const INCIDENTS = 100
+const BURST = 200
+const PROPAGATION_ROUNDS = 5
 
 const loadFromManyClients = (url: string) => load(url, { seconds, connections, manyClients: true })
 
 const main = async () => {
-  const { base, canopy, close, pg } = await startCanopyOnEmbeddedPostgres({ TRUSTED_PROXIES: "127.0.0.1" })
+  const { base, canopy, close, dir, pg } = await startCanopyOnEmbeddedPostgres({ TRUSTED_PROXIES: "127.0.0.1" })
 
   const api = (path: string, body: unknown, token = benchAdminToken) =>
     fetch(`${base}/api/v1${path}`, {
@@ -87,41 +95,115 @@ const main = async () => {
     ["GET /api/v1/status/{slug}", `${base}/api/v1/status/bench`],
     ["GET /api/v1/widget/{slug}", `${base}/api/v1/widget/bench`],
     ["GET /api/v1/feed/{slug} (50 items)", `${base}/api/v1/feed/bench`],
-    ["GET /api/v1/badge/{slug}/{id}", `${base}/api/v1/badge/bench/${monitorIds[0]}?style=flat-square`]
+    ["GET /api/v1/badge/{slug}/{id}", `${base}/api/v1/badge/bench/${monitorIds[0]}?style=flat-square`],
+    ["GET /status/{slug} (HTML page)", `${base}/status/bench`]
   ] as const
-  const summaryBody = await fetch(endpoints[0][1]).then((r) => r.text())
-  const results: Array<readonly [string, LoadResult]> = []
-  await loadFromManyClients(endpoints[0][1])
-  for (const [name, url] of endpoints) results.push([name, await loadFromManyClients(url)])
-  await stop(canopy)
 
-  const barePort = await freePort()
-  const bare = await startProcess(
-    "bench/bare-server.ts",
-    { PORT: String(barePort), BODY: summaryBody },
-    `http://127.0.0.1:${barePort}/`
-  )
-  await loadFromManyClients(`http://127.0.0.1:${barePort}/`)
-  const bareResult = await loadFromManyClients(`http://127.0.0.1:${barePort}/`)
-  await stop(bare)
+  // A cold cache under a burst: the first requests after start-up, all at once.
+  const burst = await Promise.all(endpoints.map(async ([name, url]) => {
+    const started = performance.now()
+    const latencies = await Promise.all(Array.from({ length: BURST }, async (_, i) => {
+      const sent = performance.now()
+      const response = await fetch(url, { headers: { "x-forwarded-for": `10.9.${i >> 8}.${i & 255}` } })
+      await response.arrayBuffer()
+      if (response.status !== 200) throw new Error(`${name}: ${response.status}`)
+      return performance.now() - sent
+    }))
+    return { name, total: performance.now() - started, p99: percentile(latencies.sort((a, b) => a - b), 99) }
+  }))
+
+  const bodies = await Promise.all(endpoints.map(([, url]) => fetch(url).then((r) => r.text())))
+  const bareServers = await Promise.all(bodies.map(async (body, i) => {
+    const port = await freePort()
+    const file = Path.join(dir, `bare-body-${i}`)
+    Fs.writeFileSync(file, body)
+    const server = await startProcess(
+      "bench/bare-server.ts",
+      { PORT: String(port), BODY_FILE: file },
+      `http://127.0.0.1:${port}/`
+    )
+    return { server, url: `http://127.0.0.1:${port}/` }
+  }))
+  const pairs: Array<{ name: string; bytes: number; canopy: LoadResult; bare: LoadResult }> = []
+  await loadFromManyClients(endpoints[0][1])
+  await loadFromManyClients(bareServers[0].url)
+  for (const [i, [name, url]] of endpoints.entries()) {
+    const canopyResult = await loadFromManyClients(url)
+    const bareResult = await loadFromManyClients(bareServers[i].url)
+    pairs.push({ name, bytes: Buffer.byteLength(bodies[i]), canopy: canopyResult, bare: bareResult })
+  }
+  const etag = (await fetch(endpoints[0][1])).headers.get("etag")!
+  const notModified = await load(endpoints[0][1], {
+    seconds,
+    connections,
+    manyClients: true,
+    headers: { "if-none-match": etag }
+  })
+  const bareAfter304 = await loadFromManyClients(bareServers[0].url)
+  pairs.push({
+    name: "GET /api/v1/status/{slug} If-None-Match (304)",
+    bytes: 0,
+    canopy: notModified,
+    bare: bareAfter304
+  })
+  await Promise.all(bareServers.map(({ server }) => stop(server)))
+
+  // An incident opened through the first runner, polled for on a second runner's summary.
+  const secondPort = await freePort()
+  const second = await startProcess("src/main.ts", {
+    DATABASE_URL: pg.url,
+    PORT: String(secondPort),
+    HOST: "127.0.0.1",
+    ADMIN_TOKEN: benchAdminToken,
+    DATA_DIR: dir
+  }, `http://127.0.0.1:${secondPort}/readyz`)
+  const activeOnSecond = () =>
+    fetch(`http://127.0.0.1:${secondPort}/api/v1/status/bench`).then((r) => r.json() as Promise<any>).then((s) =>
+      s.activeIncidents as number
+    )
+  /** Polls the second runner until it shows `count` active incidents; how long that took. */
+  const untilSecondShows = async (count: number) => {
+    const started = performance.now()
+    while ((await activeOnSecond()) !== count) {
+      if (performance.now() - started > 10_000) throw new Error(`the second runner never showed ${count} incidents`)
+      await new Promise((resolve) => setTimeout(resolve, 2))
+    }
+    return performance.now() - started
+  }
+  const propagation: Array<number> = []
+  const quiet = await activeOnSecond()
+  for (let round = 0; round < PROPAGATION_ROUNDS; round++) {
+    const incident = await api("/incidents", { title: `Propagation ${round}`, severity: "minor" }, key)
+    propagation.push(await untilSecondShows(quiet + 1))
+    await api(`/incidents/${incident.id}/updates`, { message: "Fixed", status: "resolved" }, key)
+    await untilSecondShows(quiet)
+  }
+  await stop(second)
+  await stop(canopy)
   await close()
 
   console.log(
     `\n${MONITORS} monitors (30 days of rollups), ${COMPONENTS} components, ${INCIDENTS} incidents; ` +
       `${connections} connections, ${seconds} s each, autocannon on loopback\n`
   )
-  const row = (endpoint: string, result: LoadResult) => ({
-    endpoint,
-    "req/s": result.requestsPerSecond,
-    "p50 ms": result.p50,
-    "p99 ms": result.p99,
-    "non-2xx": result.non2xx,
-    "vs bare": `${(100 * result.requestsPerSecond / bareResult.requestsPerSecond).toFixed(1)}%`
-  })
-  printTable([
-    ...results.map(([name, result]) => row(name, result)),
-    row("bare node:http, the summary's bytes", bareResult)
-  ])
+  printTable(pairs.map(({ bare, bytes, canopy, name }) => ({
+    endpoint: name,
+    bytes,
+    "req/s": canopy.requestsPerSecond,
+    "p50 ms": canopy.p50,
+    "p99 ms": canopy.p99,
+    "non-2xx": canopy.non2xx,
+    "bare req/s": bare.requestsPerSecond,
+    "bare p99 ms": bare.p99,
+    "vs bare": `${(100 * canopy.requestsPerSecond / bare.requestsPerSecond).toFixed(1)}%`
+  })))
+  console.log(`\nCold cache: ${BURST} concurrent first requests per endpoint (all endpoints at once)\n`)
+  printTable(burst.map(({ name, p99, total }) => ({ endpoint: name, "all answered ms": total, "p99 ms": p99 })))
+  const sorted = [...propagation].sort((a, b) => a - b)
+  console.log(
+    `\nIncident opened on runner 1 -> in the summary of runner 2 (${PROPAGATION_ROUNDS} rounds): ` +
+      `median ${percentile(sorted, 50).toFixed(0)} ms, max ${sorted[sorted.length - 1].toFixed(0)} ms`
+  )
 }
 
 main().then(() => process.exit(0), (error) => {

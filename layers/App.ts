@@ -22,6 +22,7 @@ import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.t
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
 import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
+import { StatusCache } from "../services/status/StatusCache.ts"
 import { StatusSummary } from "../services/status/StatusSummary.ts"
 import { Challenges } from "../services/subscriptions/Challenges.ts"
 import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
@@ -57,7 +58,8 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusSummary.layer, GitLive, FanOut.layer).pipe(
+  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
+    Layer.provideMerge(StatusSummary.layer),
     Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),
     Layer.provideMerge(Tenancy.layer),

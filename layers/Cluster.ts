@@ -1,8 +1,10 @@
 import { NodeClusterSocket } from "@effect/platform-node"
 import { NodeCrypto } from "@effect/platform-node"
-import { Layer, Option } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { Config, Effect, Layer, Option } from "effect"
 import { RunnerAddress, SingleRunner } from "effect/cluster"
 import type { AppConfigShape } from "../services/platform/AppConfig.ts"
+import { Database } from "../services/platform/Database.ts"
 
 /**
  * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
@@ -23,11 +25,36 @@ const sharding = {
 } as const
 
 /**
+ * The cluster's own Postgres connections (`CLUSTER_DB_CONNECTIONS`, default 6; 0 shares the request pool), apart from
+ * the request pool: shard-lock refreshes, runner health and entity messages never queue
+ * behind tenant work holding every pooled connection (an import's hundreds of statements,
+ * an ingest burst). Seen before: "Shard lock storage is unhealthy" and shards released and
+ * retaken while one push ran, with every monitor's check late.
+ */
+/** How the cluster's connections name themselves in `pg_stat_activity`. */
+export const CLUSTER_APPLICATION_NAME = "canopy-cluster"
+
+const ControlPlaneSql = Layer.unwrap(Effect.gen(function*() {
+  const database = yield* Database
+  const connections = yield* Config.Number("CLUSTER_DB_CONNECTIONS").pipe(Config.withDefault(6))
+  // 0: the request pool, as before (for comparison in benchmarks).
+  if (connections <= 0) return Layer.empty
+  return PgClient.layer({
+    url: database.url,
+    maxConnections: Math.max(2, connections),
+    applicationName: CLUSTER_APPLICATION_NAME
+  })
+}))
+
+/**
  * Embedded mode: one runner, SQL storage. With `RUNNER_ADDRESS` set: socket runners
  * sharing Postgres for shard locks and durable messages (connect directly, not through
- * a transaction pooler: shard locks are session advisory locks).
+ * a transaction pooler: shard locks are session advisory locks). Either way on the
+ * cluster's own connections (`ControlPlaneSql`).
  */
-export const ClusterLive = (config: AppConfigShape) =>
+export const ClusterLive = (config: AppConfigShape) => runners(config).pipe(Layer.provide(ControlPlaneSql))
+
+const runners = (config: AppConfigShape) =>
   Option.match(config.runnerAddress, {
     onNone: () =>
       SingleRunner.layer({ runnerStorage: "sql", shardingConfig: sharding }).pipe(

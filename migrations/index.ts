@@ -18,6 +18,7 @@ import observeHotCounters from "./0018_observe_hot_counters.ts"
 import webhookQueue from "./0019_webhook_queue.ts"
 import observeIssuePending from "./0020_observe_issue_pending.ts"
 import repositoryLifecycle from "./0050_repository_lifecycle.ts"
+import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -40,5 +41,6 @@ export const migrations = {
   "0018_observe_hot_counters": observeHotCounters,
   "0019_webhook_queue": webhookQueue,
   "0020_observe_issue_pending": observeIssuePending,
-  "0050_repository_lifecycle": repositoryLifecycle
+  "0050_repository_lifecycle": repositoryLifecycle,
+  "0080_incident_maintenance_window": incidentMaintenanceWindow
 }

@@ -150,12 +150,32 @@ export const Commit = Schema.Struct({
   parents: Schema.Array(Schema.String)
 })
 export type Commit = typeof Commit.Type
-export const CommitList = Schema.Struct({ commits: Schema.Array(Commit), count: Schema.Int })
+export const CommitList = Schema.Struct({
+  commits: Schema.Array(Commit),
+  /** Commits reachable from the listed ref (all pages). */
+  count: Schema.Int,
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: Schema.NullOr(Schema.String)
+})
 export type CommitList = typeof CommitList.Type
+
+const pageLimit = Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))
 
 export const CommitsQuery = {
   ref: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(250))),
-  limit: Schema.optional(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100 })))
+  limit: pageLimit,
+  /** The `nextCursor` of the previous page: the same walk (pinned to its first page's commit) continued. */
+  cursor: Schema.optional(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(200)))
+}
+
+/** `limit` (1–100, default 100) and `offset` of a list (GUIDE §4: `count` is the total, not the page's length). */
+export const PageQuery = {
+  limit: pageLimit,
+  offset: Schema.optional(Schema.Int.check(Schema.isGreaterThanOrEqualTo(0)))
+}
+export interface Page {
+  readonly limit?: number | undefined
+  readonly offset?: number | undefined
 }
 
 const EventRepository = Schema.Struct({ id: Schema.String, name: Schema.String, fullName: Schema.String })

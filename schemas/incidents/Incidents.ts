@@ -1,5 +1,6 @@
 import { Option, Schema } from "effect"
 import { type EventEnvelope, type EventType, eventType } from "../events/Events.ts"
+import { IsoTimestamp } from "../monitors/Monitors.ts"
 
 /**
  * Incidents and their timelines (spec "Incident", "Incident update", incident state table;
@@ -11,6 +12,9 @@ import { type EventEnvelope, type EventType, eventType } from "../events/Events.
  *   order given; PATCH may replace it.
  * - `message` is accepted on create: the first timeline entry's text (else the
  *   description, else the title).
+ * - Scheduled maintenance: a `maintenance` incident may carry a window, `scheduledFor`
+ *   (required for a window) and `scheduledUntil` (after it); both `null` otherwise. The
+ *   status page shows it as upcoming, then in progress; it never lowers the status.
  */
 
 export const IncidentStatus = Schema.Literals(["investigating", "identified", "monitoring", "resolved"])
@@ -43,7 +47,9 @@ export const CreateIncident = Schema.Struct({
   status: Schema.optional(OpeningStatus),
   severity: Schema.optional(IncidentSeverity),
   affectedMonitors: Schema.optional(AffectedMonitors),
-  message: Schema.optional(UpdateMessage)
+  message: Schema.optional(UpdateMessage),
+  scheduledFor: Schema.optional(Schema.NullOr(IsoTimestamp)),
+  scheduledUntil: Schema.optional(Schema.NullOr(IsoTimestamp))
 }).annotate({
   examples: [{
     title: "Elevated API error rates",
@@ -64,7 +70,9 @@ export const UpdateIncident = Schema.Struct({
   status: Schema.optional(IncidentStatus),
   severity: Schema.optional(IncidentSeverity),
   affectedMonitors: Schema.optional(AffectedMonitors),
-  message: Schema.optional(UpdateMessage)
+  message: Schema.optional(UpdateMessage),
+  scheduledFor: Schema.optional(Schema.NullOr(IsoTimestamp)),
+  scheduledUntil: Schema.optional(Schema.NullOr(IsoTimestamp))
 }).annotate({ examples: [{ status: "identified", message: "A bad deploy; rolling back." }] })
 export type UpdateIncident = typeof UpdateIncident.Type
 
@@ -100,6 +108,9 @@ export const Incident = Schema.Struct({
   createdAt: Schema.String,
   updatedAt: Schema.String,
   resolvedAt: Schema.NullOr(Schema.String),
+  /** A maintenance window's start and end (ISO 8601), `null` without one. */
+  scheduledFor: Schema.NullOr(Schema.String),
+  scheduledUntil: Schema.NullOr(Schema.String),
   /** The timeline, oldest first. */
   updates: Schema.Array(IncidentUpdate)
 })

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
 import { runGit } from "./GitProcess.ts"
+import { GitWork, HEAVY_NICE } from "./GitWork.ts"
 import { PackStore } from "./PackStore.ts"
 import { indexObjectCount } from "./Quarantine.ts"
 import { GitStorageError, RepoCache } from "./RepoCache.ts"
@@ -76,6 +77,7 @@ export class Compaction extends Context.Service<Compaction, {
       const cache = yield* RepoCache
       const packs = yield* PackStore
       const repos = yield* Repositories
+      const work = yield* GitWork
       const none: CompactionResult = { compacted: false, packsBefore: 0, packsAfter: 0 }
 
       const compact = Effect.fn("Compaction.compact")(function*(repoId: string, minPacks: number) {
@@ -94,14 +96,15 @@ export class Compaction extends Context.Service<Compaction, {
             }
             // Only the rolled-up packs are read and rewritten (all their objects, reachable or
             // not: a push may be about to reference them); the big ones are left alone.
-            const written = yield* runGit({
+            const written = yield* work.heavy(runGit({
               gitDir: synced.dir,
+              nice: HEAVY_NICE,
               args: ["pack-objects", "-q", "--stdin-packs", Path.join(synced.dir, "objects", "pack", "pack")],
               stdin: [
                 ...replaced.map((name) => `${name}.pack\n`),
                 ...current.filter((pack) => !replaced.includes(pack.name)).map((pack) => `^${pack.name}.pack\n`)
               ].join("")
-            }).pipe(Effect.mapError(failed("git pack-objects failed")))
+            })).pipe(Effect.mapError(failed("git pack-objects failed")))
             const packDir = Path.join(synced.dir, "objects", "pack")
             const name = `pack-${written.toString("utf8").trim()}`
             if (!/^pack-[0-9a-f]{40}$/.test(name) || current.some((pack) => pack.name === name)) {

@@ -1,5 +1,6 @@
 import { Layer } from "effect"
 import { Compaction } from "./Compaction.ts"
+import { GitWork } from "./GitWork.ts"
 import { Lfs } from "./Lfs.ts"
 import { LfsLocks } from "./LfsLocks.ts"
 import { PackStore } from "./PackStore.ts"
@@ -22,5 +23,6 @@ export const GitLive = Layer.mergeAll(
   Layer.provideMerge(RefUpdates.layer),
   Layer.provideMerge(PackStore.layer),
   Layer.provideMerge(RepoCache.layer),
-  Layer.provideMerge(Repositories.layer)
+  Layer.provideMerge(Repositories.layer),
+  Layer.provideMerge(GitWork.layer)
 )

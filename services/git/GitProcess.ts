@@ -1,5 +1,6 @@
 import { Data, Effect } from "effect"
 import { spawn } from "node:child_process"
+import * as Os from "node:os"
 import type { Readable } from "node:stream"
 
 /** A `git` command that exited non-zero (or could not start). */
@@ -21,6 +22,8 @@ export interface GitRun {
   readonly env?: Readonly<Record<string, string>> | undefined
   /** Bytes or a stream piped to stdin; stdin is closed at once without it. */
   readonly stdin?: Uint8Array | string | Readable | undefined
+  /** Niceness for heavy work (`GitWork`): the process runs below the server's priority. */
+  readonly nice?: number | undefined
 }
 
 /**
@@ -42,6 +45,13 @@ export const gitEnv = (gitDir: string, extra?: Readonly<Record<string, string>>)
 export const runGit = (run: GitRun): Effect.Effect<Buffer, GitCommandError> =>
   Effect.callback<Buffer, GitCommandError>((resume, signal) => {
     const child = spawn("git", [...run.args], { env: gitEnv(run.gitDir, run.env), cwd: run.gitDir, signal })
+    if (run.nice !== undefined && child.pid !== undefined) {
+      try {
+        Os.setPriority(child.pid, run.nice)
+      } catch {
+        // Not permitted here: the process runs at normal priority.
+      }
+    }
     const out: Array<Buffer> = []
     const err: Array<Buffer> = []
     child.stdout.on("data", (chunk: Buffer) => out.push(chunk))

@@ -3,7 +3,7 @@ import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { isUniqueViolation } from "../platform/Rows.ts"
 import { LfsError } from "./Lfs.ts"
 import type { RepoRecord } from "./Repositories.ts"
 

@@ -13,6 +13,26 @@ export interface WalkedCommit {
   readonly object: Buffer
 }
 
+/** Parses one record of `git rev-list --parents --header` output (without its NUL); undefined for an empty one. */
+export const parseRecord = (record: Buffer): WalkedCommit | undefined => {
+  const firstLine = record.indexOf(10)
+  if (firstLine === -1) return undefined
+  const [sha, ...parents] = record.subarray(0, firstLine).toString("utf8").split(" ")
+  const rest = record.subarray(firstLine + 1)
+  const headerEnd = rest.indexOf("\n\n")
+  const headers = headerEnd === -1 ? rest : rest.subarray(0, headerEnd + 1)
+  const message = headerEnd === -1 ? "" : rest.subarray(headerEnd + 2).toString("utf8")
+  const lines = message.endsWith("\n") ? message.slice(0, -1).split("\n") : message.split("\n")
+  const body = message === ""
+    ? ""
+    : lines.map((line) => `${line.startsWith("    ") ? line.slice(4) : line}\n`).join("")
+  return {
+    sha,
+    parents,
+    object: headerEnd === -1 ? Buffer.from(headers) : Buffer.concat([headers, Buffer.from(`\n${body}`, "utf8")])
+  }
+}
+
 /** Parses `git rev-list --parents --header` output (NUL-terminated records). */
 export const parseWalk = (out: Buffer): ReadonlyArray<WalkedCommit> => {
   const commits: Array<WalkedCommit> = []
@@ -20,24 +40,9 @@ export const parseWalk = (out: Buffer): ReadonlyArray<WalkedCommit> => {
   while (at < out.length) {
     let end = out.indexOf(0, at)
     if (end === -1) end = out.length
-    const record = out.subarray(at, end)
+    const commit = parseRecord(out.subarray(at, end))
     at = end + 1
-    const firstLine = record.indexOf(10)
-    if (firstLine === -1) continue
-    const [sha, ...parents] = record.subarray(0, firstLine).toString("utf8").split(" ")
-    const rest = record.subarray(firstLine + 1)
-    const headerEnd = rest.indexOf("\n\n")
-    const headers = headerEnd === -1 ? rest : rest.subarray(0, headerEnd + 1)
-    const message = headerEnd === -1 ? "" : rest.subarray(headerEnd + 2).toString("utf8")
-    const lines = message.endsWith("\n") ? message.slice(0, -1).split("\n") : message.split("\n")
-    const body = message === ""
-      ? ""
-      : lines.map((line) => `${line.startsWith("    ") ? line.slice(4) : line}\n`).join("")
-    commits.push({
-      sha,
-      parents,
-      object: headerEnd === -1 ? Buffer.from(headers) : Buffer.concat([headers, Buffer.from(`\n${body}`, "utf8")])
-    })
+    if (commit !== undefined) commits.push(commit)
   }
   return commits
 }
@@ -62,26 +67,6 @@ export const walkNewCommits = (
       "--all"
     ]
   }).pipe(Effect.map(parseWalk))
-
-/** How many commits the shared walk reads; a push adding more is walked again in full when a check needs all. */
-const SHARED_WALK_LIMIT = 1000
-
-/**
- * The new commits of one ref update, read by one git process for everyone who needs them
- * (the push events list the newest, branch protection checks all of them). `newest` is
- * the shared walk; `all` reuses it unless the push adds more commits than it reads.
- */
-export const sharedWalk = (dir: string, env: Readonly<Record<string, string>>, tip: string) =>
-  Effect.gen(function*() {
-    const newest = yield* Effect.cached(walkNewCommits(dir, env, tip, SHARED_WALK_LIMIT + 1))
-    const all = yield* Effect.cached(
-      Effect.flatMap(
-        newest,
-        (commits) => commits.length <= SHARED_WALK_LIMIT ? Effect.succeed(commits) : walkNewCommits(dir, env, tip)
-      )
-    )
-    return { newest, all }
-  })
 
 const AUTHOR = /^author (.*?) <([^>]*)> (\d+) [+-]\d{4}$/m
 

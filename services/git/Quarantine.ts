@@ -3,6 +3,7 @@ import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
 import type { Readable } from "node:stream"
 import { runGit } from "./GitProcess.ts"
+import { HEAVY_NICE } from "./GitWork.ts"
 
 /** A pushed pack that git could not index (malformed, truncated, corrupt), or objects missing. */
 export class PackRejected extends Data.TaggedError("PackRejected")<{ readonly reason: string }> {}
@@ -62,7 +63,8 @@ export const indexPack = (repoDir: string, quarantine: Quarantine, input: Readab
       gitDir: repoDir,
       args: ["index-pack", "--stdin", "--fix-thin"],
       env: quarantine.env,
-      stdin: input
+      stdin: input,
+      nice: HEAVY_NICE
     }).pipe(Effect.mapError((error) => new PackRejected({ reason: `index-pack failed: ${error.stderr.trim()}` })))
     const hash = /^(?:pack|keep)\t([0-9a-f]{40})/.exec(out.toString("utf8"))?.[1]
     if (hash === undefined) return yield* new PackRejected({ reason: "index-pack printed no pack name" })
@@ -85,7 +87,8 @@ export const verifyConnected = (repoDir: string, quarantine: Quarantine, tips: R
     gitDir: repoDir,
     args: ["rev-list", "--objects", "--stdin", "--quiet", "--not", "--all"],
     env: quarantine.env,
-    stdin: tips.map((tip) => `${tip}\n`).join("")
+    stdin: tips.map((tip) => `${tip}\n`).join(""),
+    nice: HEAVY_NICE
   }).pipe(
     Effect.asVoid,
     Effect.mapError((error) => new PackRejected({ reason: `missing necessary objects: ${error.stderr.trim()}` }))

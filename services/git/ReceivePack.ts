@@ -2,6 +2,7 @@ import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { PassThrough, type Readable } from "node:stream"
 import { finished } from "node:stream/promises"
+import { GitWork } from "./GitWork.ts"
 import { FLUSH, pkt, readUntilFlush, sideband, ZERO_SHA } from "./PktLine.ts"
 import { indexPack, makeQuarantine, PackRejected, removeQuarantine } from "./Quarantine.ts"
 import { type Pusher, type RefCommand, type RefResult, RefUpdateCheck, RefUpdates } from "./RefUpdates.ts"
@@ -131,6 +132,7 @@ export class ReceivePack extends Context.Service<ReceivePack, {
       const cache = yield* RepoCache
       const refUpdates = yield* RefUpdates
       const sql = yield* SqlClient.SqlClient
+      const work = yield* GitWork
 
       const handle = Effect.fn("ReceivePack.handle")(
         function*(repo: RepoRecord, pusher: Pusher | null, input: Readable) {
@@ -163,9 +165,9 @@ export class ReceivePack extends Context.Service<ReceivePack, {
                 Effect.gen(function*() {
                   // Only deletions: the client sends no pack.
                   const quarantine = commands.some((c) => c.newSha !== ZERO_SHA) && !repo.archived
-                    ? yield* indexPack(synced.dir, empty, pack)
+                    ? yield* work.heavy(indexPack(synced.dir, empty, pack))
                     : yield* Effect.as(drain(pack), empty)
-                  return yield* refUpdates.apply({
+                  return yield* refUpdates.update({
                     repo,
                     dir: synced.dir,
                     quarantine,
@@ -179,10 +181,11 @@ export class ReceivePack extends Context.Service<ReceivePack, {
             )).pipe(Effect.result)
           if (outcome._tag === "Success") {
             // Each refusal is also said on the progress channel, where git shows it as "remote: …".
-            for (const result of outcome.success) {
+            for (const result of outcome.success.results) {
               if (!result.ok && !repo.archived) messages.push(`Canopy: ${result.name} refused: ${result.reason}`)
             }
-            return report(capabilities, "ok", outcome.success, messages)
+            messages.push(...outcome.success.notices)
+            return report(capabilities, "ok", outcome.success.results, messages)
           }
           const error = outcome.failure
           const reason = error._tag === "PackRejected" ? error.reason : "storage failure"

@@ -1,4 +1,4 @@
-import { Schema } from "effect"
+import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { decodeRows } from "../platform/Rows.ts"
 
@@ -30,12 +30,33 @@ export const tagRefs = (sql: SqlClient.SqlClient, repoId: string) =>
   sql`SELECT name, sha, peeled FROM repo_refs WHERE repo_id = ${repoId} AND name LIKE 'refs/tags/%' ORDER BY name`
     .pipe(decodeRows(TagRef))
 
-export const deleteRef = (sql: SqlClient.SqlClient, repoId: string, name: string) =>
-  sql`DELETE FROM repo_refs WHERE repo_id = ${repoId} AND name = ${name}`
+const ShaRow = Schema.Struct({ sha: Schema.String })
 
-/** Creates or moves a ref (`peeled`: the commit of a tag, else null). */
-export const upsertRef = (sql: SqlClient.SqlClient, repoId: string, name: string, sha: string, peeled: string | null) =>
-  sql`
+/** Where a branch points (none: no such branch). */
+export const branchSha = (sql: SqlClient.SqlClient, repoId: string, branch: string) =>
+  sql`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`.pipe(
+    decodeRows(ShaRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha))
+  )
+
+/** Deletes refs by name: one statement for a whole push. */
+export const deleteRefs = (sql: SqlClient.SqlClient, repoId: string, names: ReadonlyArray<string>) =>
+  names.length === 0 ? Effect.void : Effect.asVoid(
+    sql`DELETE FROM repo_refs WHERE repo_id = ${repoId} AND name = ANY(${names}::text[])`
+  )
+
+/** A ref to create or move (`peeled`: the commit of a tag, else null). */
+export interface RefWrite {
+  readonly name: string
+  readonly sha: string
+  readonly peeled: string | null
+}
+
+/** Creates or moves refs: one statement for a whole push. */
+export const upsertRefs = (sql: SqlClient.SqlClient, repoId: string, refs: ReadonlyArray<RefWrite>) =>
+  refs.length === 0 ? Effect.void : Effect.asVoid(sql`
     INSERT INTO repo_refs (repo_id, name, sha, peeled)
-    VALUES (${repoId}, ${name}, ${sha}, ${peeled})
-    ON CONFLICT (repo_id, name) DO UPDATE SET sha = excluded.sha, peeled = excluded.peeled, updated_at = now()`
+    SELECT ${repoId}, u.name, u.sha, NULLIF(u.peeled, '')
+    FROM unnest(${refs.map((ref) => ref.name)}::text[], ${refs.map((ref) => ref.sha)}::text[],
+      ${refs.map((ref) => ref.peeled ?? "")}::text[]) AS u(name, sha, peeled)
+    ON CONFLICT (repo_id, name) DO UPDATE SET sha = excluded.sha, peeled = excluded.peeled, updated_at = now()`)

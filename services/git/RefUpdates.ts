@@ -1,19 +1,16 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import {
-  CreateEvent,
-  DeleteEvent,
-  isValidBranchName,
-  PushEvent,
-  type PushEventData
-} from "../../schemas/git/Repositories.ts"
-import { type NewDomainEvent, publishAll } from "../events/Events.ts"
-import { type GitCommandError, gitText } from "./GitProcess.ts"
-import { describeCommit, sharedWalk, type WalkedCommit } from "./NewCommits.ts"
+import { isValidBranchName } from "../../schemas/git/Repositories.ts"
+import { publishAll } from "../events/Events.ts"
+import type { GitCommandError } from "./GitProcess.ts"
+import { GitWork } from "./GitWork.ts"
+import type { WalkedCommit } from "./NewCommits.ts"
 import { PackStore } from "./PackStore.ts"
 import { ZERO_SHA } from "./PktLine.ts"
+import { defaultBranchAfter, pushEvents } from "./PushEvents.ts"
+import { walkPush } from "./PushWalk.ts"
 import { PackRejected, type Quarantine, verifyConnected } from "./Quarantine.ts"
-import { deleteRef, storedRefs, upsertRef } from "./RefRows.ts"
+import { deleteRefs, storedRefs, upsertRefs } from "./RefRows.ts"
 import { type GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { lockForRefUpdate, recordRefUpdate } from "./RepositoryRows.ts"
@@ -91,21 +88,20 @@ export const RefUpdateCheck = Context.Reference<RefUpdateCheckFn>("canopy/git/Re
   defaultValue: () => () => Effect.succeed(undefined)
 })
 
-/** Commits listed in one push event (GitHub lists 20; the rest are reachable by `after`). */
-const MAX_EVENT_COMMITS = 100
-
 const refNameProblem = (name: string): string | undefined => {
   if (!name.startsWith("refs/")) return "funny refname"
   if (name.startsWith("refs/pull/")) return "refs/pull/ is reserved"
   return isValidBranchName(name.slice("refs/".length)) && name.split("/").length >= 3 ? undefined : "funny refname"
 }
 
-/** The commit an annotated tag points to (itself for a lightweight tag), or null. */
-const peel = (dir: string, env: Readonly<Record<string, string>>, sha: string) =>
-  gitText({ gitDir: dir, env, args: ["rev-parse", "--verify", "-q", `${sha}^{commit}`] }).pipe(
-    Effect.map((text): string | null => text.trim()),
-    Effect.orElseSucceed(() => null)
-  )
+/** What an update did: each ref's outcome, and what the pusher should be told (git shows it as "remote: …"). */
+export interface RefUpdateOutcome {
+  readonly results: ReadonlyArray<RefResult>
+  readonly notices: ReadonlyArray<string>
+}
+
+/** Branch checks (a git process each when a rule matches) running at once in one push. */
+const CHECK_CONCURRENCY = 4
 
 /**
  * The one path by which refs move (pushes, pull request merges and the source branch
@@ -124,6 +120,8 @@ const peel = (dir: string, env: Readonly<Record<string, string>>, sha: string) =
  */
 export class RefUpdates extends Context.Service<RefUpdates, {
   apply(input: RefUpdateInput): Effect.Effect<ReadonlyArray<RefResult>, PackRejected | GitStorageError>
+  /** `apply`, with what the pusher should be told (a push's progress channel). */
+  update(input: RefUpdateInput): Effect.Effect<RefUpdateOutcome, PackRejected | GitStorageError>
 }>()("canopy/git/RefUpdates") {
   static readonly layer = Layer.effect(
     RefUpdates,
@@ -131,12 +129,18 @@ export class RefUpdates extends Context.Service<RefUpdates, {
       const sql = yield* SqlClient.SqlClient
       const packs = yield* PackStore
       const cache = yield* RepoCache
+      const work = yield* GitWork
 
-      const apply = Effect.fn("RefUpdates.apply")(function*(input: RefUpdateInput) {
+      const update = Effect.fn("RefUpdates.update")(function*(input: RefUpdateInput) {
         const { repo, dir, quarantine, pusher } = input
         const env = quarantine?.env ?? {}
         if (repo.archived) {
-          return input.commands.map((command) => ({ name: command.name, ok: false, reason: "repository is archived" }))
+          const results = input.commands.map((command) => ({
+            name: command.name,
+            ok: false,
+            reason: "repository is archived"
+          }))
+          return { results, notices: [] } satisfies RefUpdateOutcome
         }
         const verdicts = new Map<string, string>()
         for (const command of input.commands) {
@@ -156,64 +160,55 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           }
         }
         const candidates = input.commands.filter((c) => !verdicts.has(c.name))
-        const tips = candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha)
+        const tips = [...new Set(candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha))]
         const check = input.check ?? (yield* RefUpdateCheck)
-        // One walk per new tip gives the check (branch protection verifies every new commit)
-        // and the push events (the newest commits) the same objects.
-        const walks = yield* Effect.forEach(
-          candidates,
-          (command) => command.newSha === ZERO_SHA ? Effect.succeed(undefined) : sharedWalk(dir, env, command.newSha)
-        )
-        // The per-ref checks, the events' commit lists and the connectivity walk do not depend
-        // on each other, so they run side by side; started in that order, the shared walks run
-        // while the connectivity walk's git starts (a push's check has its queries from `prepare`).
-        // A check that broke on objects the connectivity walk finds missing is moot: the push
-        // is rejected for those.
-        const [checked, prepared, connected] = yield* Effect.all([
-          Effect.forEach(
-            candidates,
-            (command, index) =>
-              Effect.exit(check({
-                repo,
-                command,
-                pusher,
-                dir,
-                env,
-                newCommits: walks[index]?.all ?? Effect.succeed([])
-              })),
-            { concurrency: "unbounded" }
-          ),
-          Effect.forEach(
-            candidates,
-            (command, index) => eventsFor(input, command, walks[index]?.newest ?? Effect.succeed([])),
-            { concurrency: "unbounded" }
-          ),
-          Effect.exit(verifyConnected(dir, quarantine ?? { dir, env: {}, pack: undefined }, tips))
-        ], { concurrency: "unbounded" })
+        // One walk of the whole push (not one per ref) gives the checks every new commit of
+        // their ref, the events their newest, and the tags their peeled commits; it and the
+        // checks run beside the connectivity walk. A walk or check that broke on objects the
+        // connectivity walk finds missing is moot: the push is rejected for those.
+        const [walked, connected] = yield* Effect.all([
+          Effect.exit(Effect.gen(function*() {
+            const walk = yield* work.heavy(walkPush(dir, env, tips))
+            const checked = yield* Effect.forEach(
+              candidates,
+              (command) =>
+                Effect.exit(check({
+                  repo,
+                  command,
+                  pusher,
+                  dir,
+                  env,
+                  newCommits: command.newSha === ZERO_SHA ? Effect.succeed([]) : walk.all(command.newSha)
+                })),
+              { concurrency: CHECK_CONCURRENCY }
+            )
+            return { walk, checked }
+          })),
+          Effect.exit(work.heavy(verifyConnected(dir, quarantine ?? { dir, env: {}, pack: undefined }, tips)))
+        ], { concurrency: 2 })
         yield* connected
+        const { checked, walk } = yield* Effect.mapError(
+          walked,
+          (error) => new PackRejected({ reason: `walking the pushed commits failed: ${error.message}` })
+        )
         for (const [index, command] of candidates.entries()) {
           const reason = yield* checked[index]
           if (reason !== undefined) verdicts.set(command.name, reason)
         }
         const refused = (name: string) => verdicts.get(name)
         if (input.atomic && verdicts.size > 0) {
-          return input.commands.map((c) => ({
+          const results = input.commands.map((c) => ({
             name: c.name,
             ok: false,
             reason: refused(c.name) ?? "atomic push failed"
           }))
+          return { results, notices: [] } satisfies RefUpdateOutcome
         }
         const accepted = input.commands.filter((c) => !verdicts.has(c.name))
         if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
           yield* packs.store(repo.id, quarantine.pack)
         }
-        const events = prepared.flat()
-        const peeled = new Map<string, string | null>()
-        for (const command of accepted) {
-          if (command.name.startsWith("refs/tags/") && command.newSha !== ZERO_SHA) {
-            peeled.set(command.name, yield* peel(dir, env, command.newSha))
-          }
-        }
+        const notices: Array<string> = []
 
         const outcome = yield* sql.withTransaction(Effect.gen(function*() {
           // Archived or trashed since the request began: nothing moves.
@@ -228,27 +223,30 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           for (const command of stale) verdicts.set(command.name, "fetch first")
           if (input.atomic && stale.length > 0) return "rolled back" as const
           const applied = accepted.filter((c) => !verdicts.has(c.name))
-          for (const command of applied) {
-            if (command.newSha === ZERO_SHA) {
-              yield* deleteRef(sql, repo.id, command.name)
-            } else {
-              yield* upsertRef(sql, repo.id, command.name, command.newSha, peeled.get(command.name) ?? null)
-            }
-          }
-          const appliedNames = new Set(applied.map((c) => c.name))
-          yield* publishAll(events.filter((event) => appliedNames.has(event.ref)).map((event) => event.event)).pipe(
+          // Every ref of the push in one statement each for deletions and writes.
+          yield* deleteRefs(sql, repo.id, applied.filter((c) => c.newSha === ZERO_SHA).map((c) => c.name))
+          yield* upsertRefs(
+            sql,
+            repo.id,
+            applied.filter((c) => c.newSha !== ZERO_SHA).map((c) => ({
+              name: c.name,
+              sha: c.newSha,
+              peeled: c.name.startsWith("refs/tags/") ? walk.peeled.get(c.newSha) ?? null : null
+            }))
+          )
+          yield* publishAll(pushEvents(repo, pusher, applied, walk)).pipe(
             Effect.provideService(SqlClient.SqlClient, sql)
           )
-          // As on GitHub: the first branch pushed into a repository without branches becomes the
-          // default when the configured default branch was not among those pushed.
-          const hadBranches = rows.some((row) => row.name.startsWith("refs/heads/"))
-          const pushedBranches = applied.filter((c) => c.name.startsWith("refs/heads/") && c.newSha !== ZERO_SHA)
-          const defaultRef = `refs/heads/${repo.defaultBranch}`
-          const newDefault = !hadBranches && pushedBranches.length > 0 && !pushedBranches.some((c) =>
-              c.name === defaultRef
+          const branchesBefore = new Set(
+            rows.filter((row) => row.name.startsWith("refs/heads/")).map((row) => row.name)
+          )
+          const newDefault = defaultBranchAfter(repo.defaultBranch, branchesBefore, applied)
+          if (newDefault !== repo.defaultBranch) {
+            notices.push(
+              `Canopy: the default branch is now "${newDefault}" ("${repo.defaultBranch}", the configured one, ` +
+                `was not pushed); change it with PATCH /api/v1/code/repos/${repo.orgSlug}/${repo.slug}.`
             )
-            ? pushedBranches[0].name.slice("refs/heads/".length)
-            : repo.defaultBranch
+          }
           if (applied.length > 0) {
             yield* recordRefUpdate(sql, repo.id, newDefault)
           }
@@ -259,53 +257,16 @@ export class RefUpdates extends Context.Service<RefUpdates, {
         if (quarantine?.pack !== undefined && quarantine.pack.objects > 0 && accepted.length > 0) {
           yield* cache.adopt(repo.id, quarantine.pack.packPath, quarantine.pack.idxPath, quarantine.pack.name)
         }
-        return input.commands.map((command): RefResult => {
+        const results = input.commands.map((command): RefResult => {
           const reason = refused(command.name) ?? (outcome === "rolled back" ? "atomic push failed" : undefined)
           return reason === undefined ? { name: command.name, ok: true } : { name: command.name, ok: false, reason }
         })
+        return { results, notices } satisfies RefUpdateOutcome
       })
 
-      /** `push` (and `create`/`delete`) events of one accepted command, computed before the transaction. */
-      const eventsFor = (
-        input: RefUpdateInput,
-        command: RefCommand,
-        walk: Effect.Effect<ReadonlyArray<WalkedCommit>, GitCommandError>
-      ) =>
-        Effect.gen(function*() {
-          const { pusher, repo } = input
-          const repository = { id: repo.id, name: repo.name, fullName: `${repo.orgSlug}/${repo.slug}` }
-          const timestamp = new Date().toISOString()
-          // GitHub lists the newest commits of a push, oldest first.
-          const newest = yield* Effect.orElseSucceed(walk, () => [])
-          const commits: PushEventData["commits"] = newest.slice(0, MAX_EVENT_COMMITS).reverse().map(describeCommit)
-          const push: PushEventData = {
-            repository,
-            sender: pusher,
-            ref: command.name,
-            before: command.oldSha,
-            after: command.newSha,
-            commits,
-            timestamp
-          }
-          const out: Array<{ ref: string; event: NewDomainEvent }> = [
-            { ref: command.name, event: PushEvent.make(repo.orgId, push) }
-          ]
-          if (command.oldSha === ZERO_SHA || command.newSha === ZERO_SHA) {
-            const data = {
-              repository,
-              sender: pusher,
-              ref: command.name.replace(/^refs\/(heads|tags)\//, ""),
-              refType: command.name.startsWith("refs/tags/") ? "tag" as const : "branch" as const,
-              sha: command.newSha === ZERO_SHA ? command.oldSha : command.newSha,
-              timestamp
-            }
-            const kind = command.oldSha === ZERO_SHA ? CreateEvent : DeleteEvent
-            out.push({ ref: command.name, event: kind.make(repo.orgId, data) })
-          }
-          return out
-        })
+      const apply = (input: RefUpdateInput) => Effect.map(update(input), (outcome) => outcome.results)
 
-      return RefUpdates.of({ apply })
+      return RefUpdates.of({ apply, update })
     })
   )
 }

@@ -31,6 +31,8 @@ interface Entry {
   leases: number
   lastUsed: number
   bytes: number
+  /** What the last sync wrote to `packed-refs` and `HEAD`: unchanged refs are not written again. */
+  written: { readonly packedRefs: string; readonly head: string } | undefined
 }
 
 const storage = (message: string) => (cause: unknown) => new GitStorageError({ message, cause })
@@ -97,15 +99,16 @@ export class RepoCache extends Context.Service<RepoCache, {
       const entryOf = (repoId: string) => {
         let entry = entries.get(repoId)
         if (entry === undefined) {
-          entry = { lock: Semaphore.makeUnsafe(1), leases: 0, lastUsed: Date.now(), bytes: 0 }
+          entry = { lock: Semaphore.makeUnsafe(1), leases: 0, lastUsed: Date.now(), bytes: 0, written: undefined }
           entries.set(repoId, entry)
         }
         return entry
       }
       const dirOf = (repoId: string) => Path.join(root, repoId)
 
+      /** Creates the bare repository unless it exists; whether it did. */
       const initialise = Effect.fn("RepoCache.initialise")(function*(dir: string) {
-        if (Fs.existsSync(Path.join(dir, "HEAD"))) return
+        if (Fs.existsSync(Path.join(dir, "HEAD"))) return false
         yield* fsTry("create a cached repository", () => FsP.mkdir(dir, { recursive: true }))
         yield* runGit({ gitDir: dir, args: ["init", "--bare", "-q"] }).pipe(Effect.mapError(storage("git init failed")))
         for (const [key, value] of CACHE_CONFIG) {
@@ -113,6 +116,7 @@ export class RepoCache extends Context.Service<RepoCache, {
             Effect.mapError(storage("git config failed"))
           )
         }
+        return true
       })
 
       const download = Effect.fn("RepoCache.download")(function*(key: string, target: string) {
@@ -130,7 +134,8 @@ export class RepoCache extends Context.Service<RepoCache, {
       const sync = Effect.fn("RepoCache.sync")(
         function*(repo: { readonly id: string; readonly defaultBranch: string }) {
           const dir = dirOf(repo.id)
-          yield* initialise(dir)
+          // A folder created afresh (first use, or removed behind the cache's back) has git's own HEAD.
+          if (yield* initialise(dir)) entryOf(repo.id).written = undefined
           // Refs first, then packs: every object a ref read here names is in a pack read after.
           const refs = yield* storedRefs(sql, repo.id).pipe(Effect.mapError(storage("reading refs failed")))
           const packs = yield* packFiles(sql, repo.id).pipe(Effect.mapError(storage("reading packs failed")))
@@ -153,10 +158,20 @@ export class RepoCache extends Context.Service<RepoCache, {
               yield* fsTry("remove a pack", () => FsP.rm(Path.join(packDir, file), { force: true }))
             }
           }
-          const sorted = [...refs].sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)))
-          yield* writeAtomically(dir, "packed-refs", sorted.map((ref) => `${ref.sha} ${ref.name}\n`).join(""))
-          yield* writeAtomically(dir, "HEAD", `ref: refs/heads/${repo.defaultBranch}\n`)
-          entryOf(repo.id).bytes = packs.reduce((sum, pack) => sum + pack.pack_bytes + pack.idx_bytes, 0)
+          // git wants packed-refs in byte order; each name is encoded once, not once per comparison.
+          const sorted = refs.map((ref) => ({ ref, key: Buffer.from(ref.name) }))
+            .sort((a, b) => Buffer.compare(a.key, b.key))
+            .map(({ ref }) => ref)
+          const packedRefs = sorted.map((ref) => `${ref.sha} ${ref.name}\n`).join("")
+          const head = `ref: refs/heads/${repo.defaultBranch}\n`
+          const entry = entryOf(repo.id)
+          // Every fetch syncs: with thousands of refs, rewriting an unchanged packed-refs costs more than the rest.
+          if (entry.written?.packedRefs !== packedRefs || !Fs.existsSync(Path.join(dir, "packed-refs"))) {
+            yield* writeAtomically(dir, "packed-refs", packedRefs)
+          }
+          if (entry.written?.head !== head) yield* writeAtomically(dir, "HEAD", head)
+          entry.written = { packedRefs, head }
+          entry.bytes = packs.reduce((sum, pack) => sum + pack.pack_bytes + pack.idx_bytes, 0)
           return { dir, refs: sorted }
         }
       )

@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import type { Blob, CommitList, Tree } from "../../schemas/git/Repositories.ts"
-import { NotFound } from "../../schemas/platform/Errors.ts"
+import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { gitText, runGit } from "./GitProcess.ts"
 import type { StoredRef } from "./RefRows.ts"
 import { GitStorageError, RepoCache } from "./RepoCache.ts"
@@ -18,6 +18,23 @@ const cleanPath = (path: string) => path.split("/").filter((part) => part !== ""
 const RECORD = "\x1e"
 const FIELD = "\x1f"
 
+/** The commit list's query: a ref, or the cursor of a previous page, and a page size. */
+export interface CommitsPage {
+  readonly ref?: string | undefined
+  readonly limit?: number | undefined
+  readonly cursor?: string | undefined
+}
+
+/** An opaque cursor: the walk's first commit and how many commits the pages before it listed. */
+const encodeCursor = (at: { readonly sha: string; readonly skip: number }) =>
+  Buffer.from(`${at.sha}:${at.skip}`, "utf8").toString("base64url")
+
+/** The cursor's walk, or null for a string no page handed out. */
+const decodeCursor = (cursor: string) => {
+  const match = /^([0-9a-f]{40}):(\d{1,9})$/.exec(Buffer.from(cursor, "base64url").toString("utf8"))
+  return match === null ? null : { sha: match[1], skip: Number(match[2]) }
+}
+
 /**
  * Reads trees, files and history of a repository for the API (pull requests and CI need
  * them), with the `git` binary over the runner's synced copy.
@@ -32,8 +49,8 @@ export class RepoReader extends Context.Service<RepoReader, {
   commits(
     orgId: string,
     repo: string,
-    options: { readonly ref?: string | undefined; readonly limit?: number | undefined }
-  ): Effect.Effect<CommitList, NotFound>
+    options: CommitsPage
+  ): Effect.Effect<CommitList, NotFound | ValidationError>
 }>()("canopy/git/RepoReader") {
   static readonly layer = Layer.effect(
     RepoReader,
@@ -144,16 +161,31 @@ export class RepoReader extends Context.Service<RepoReader, {
         function*(
           orgId: string,
           slug: string,
-          options: { readonly ref?: string | undefined; readonly limit?: number | undefined }
+          options: CommitsPage
         ) {
+          const cursor = options.cursor === undefined ? undefined : decodeCursor(options.cursor)
+          if (cursor === null) {
+            return yield* new ValidationError({
+              message: "Invalid query.cursor: pass the nextCursor of a previous page",
+              details: [{ path: "query.cursor", message: "not a cursor of this list" }]
+            })
+          }
           return yield* withRepo(orgId, slug, (dir, refs, defaultBranch) =>
             Effect.gen(function*() {
-              const at = yield* resolve(dir, refs, options.ref ?? defaultBranch)
+              // A cursor pins the walk to its first page's commit: pushes meanwhile shift nothing.
+              const at = yield* resolve(dir, refs, cursor?.sha ?? options.ref ?? defaultBranch)
+              const skip = cursor?.skip ?? 0
               const format = ["%H", "%an", "%ae", "%aI", "%cn", "%ce", "%cI", "%P", "%B"].join(FIELD) + RECORD
               const [log, total] = yield* Effect.all([
                 gitText({
                   gitDir: dir,
-                  args: ["log", `--format=${format}`, `--max-count=${options.limit ?? 30}`, at.commitSha]
+                  args: [
+                    "log",
+                    `--format=${format}`,
+                    `--skip=${skip}`,
+                    `--max-count=${options.limit ?? 30}`,
+                    at.commitSha
+                  ]
                 }),
                 gitText({ gitDir: dir, args: ["rev-list", "--count", at.commitSha] })
               ]).pipe(Effect.mapError((cause) => new GitStorageError({ message: "git log failed", cause })))
@@ -169,7 +201,13 @@ export class RepoReader extends Context.Service<RepoReader, {
                   }
                 }
               )
-              return { commits: list, count: Number(total.trim()) }
+              const count = Number(total.trim())
+              const next = skip + list.length
+              return {
+                commits: list,
+                count,
+                nextCursor: list.length > 0 && next < count ? encodeCursor({ sha: at.commitSha, skip: next }) : null
+              }
             }))
         }
       )

@@ -4,6 +4,7 @@ import type * as Statement from "effect/sql/Statement"
 import {
   type BranchList,
   type CreateRepository,
+  type Page,
   type Repository,
   RepositoryChangedEvent,
   type RepositoryList,
@@ -16,8 +17,11 @@ import type { Organization } from "../../schemas/tenancy/Tenancy.ts"
 import { publish } from "../events/Events.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { makeId } from "../platform/Ids.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { isUniqueViolation } from "../platform/Rows.ts"
 import { branchRefs, tagRefs } from "./RefRows.ts"
+
+/** Where a branch of a repository points, read in the caller's transaction (pull requests' heads). */
+export { branchSha } from "./RefRows.ts"
 import {
   dropRedirect,
   findLiveRepositories,
@@ -77,6 +81,11 @@ export const refuseArchived = (repo: RepoRecord) =>
   repo.archived
     ? Effect.fail(new Conflict({ message: `Repository '${repo.orgSlug}/${repo.slug}' is archived` }))
     : Effect.void
+/** A list's page (GUIDE §4): `limit` (default 100) rows from `offset`. */
+const pageOf = <A>(rows: ReadonlyArray<A>, page: Page | undefined) => {
+  const offset = page?.offset ?? 0
+  return rows.slice(offset, offset + (page?.limit ?? 100))
+}
 
 /**
  * Which of a repository's branches some protection rule matches (the branch list's
@@ -94,11 +103,11 @@ export const ProtectedBranches = Context.Reference<
  */
 export class Repositories extends Context.Service<Repositories, {
   create(org: Organization, input: CreateRepository): Effect.Effect<Repository, Conflict>
-  list(orgId: string): Effect.Effect<RepositoryList>
+  list(orgId: string, page?: Page): Effect.Effect<RepositoryList>
   get(orgId: string, slug: string): Effect.Effect<Repository, NotFound>
   update(orgId: string, slug: string, patch: UpdateRepository): Effect.Effect<Repository, NotFound | ValidationError>
-  branches(orgId: string, slug: string): Effect.Effect<BranchList, NotFound>
-  tags(orgId: string, slug: string): Effect.Effect<TagList, NotFound>
+  branches(orgId: string, slug: string, page?: Page): Effect.Effect<BranchList, NotFound>
+  tags(orgId: string, slug: string, page?: Page): Effect.Effect<TagList, NotFound>
   /** Internal: a live repository by organization and repository slug, any organization. */
   find(orgSlug: string, repoSlug: string): Effect.Effect<Option.Option<RepoRecord>>
   /** Internal: an organization's live repository, as git access needs it. */
@@ -154,9 +163,9 @@ export class Repositories extends Context.Service<Repositories, {
         return toRepository(yield* Effect.orDie(findOwned(org.id, input.name)))
       })
 
-      const list = Effect.fn("Repositories.list")(function*(orgId: string) {
+      const list = Effect.fn("Repositories.list")(function*(orgId: string, page?: Page) {
         const rows = yield* live(sql`AND r.org_id = ${orgId} ORDER BY r.created_at DESC, r.id DESC`)
-        return { repositories: rows.map(toRepository), count: rows.length }
+        return { repositories: pageOf(rows, page).map(toRepository), count: rows.length }
       })
 
       const get = Effect.fn("Repositories.get")(function*(orgId: string, slug: string) {
@@ -191,9 +200,10 @@ export class Repositories extends Context.Service<Repositories, {
         return toRepository(yield* findOwned(orgId, slug))
       })
 
-      const branches = Effect.fn("Repositories.branches")(function*(orgId: string, slug: string) {
+      const branches = Effect.fn("Repositories.branches")(function*(orgId: string, slug: string, page?: Page) {
         const repo = yield* findOwned(orgId, slug)
-        const rows = yield* branchRefs(sql, repo.id).pipe(Effect.orDie)
+        const all = yield* branchRefs(sql, repo.id).pipe(Effect.orDie)
+        const rows = pageOf(all, page)
         const names = rows.map((row) => row.name.slice("refs/heads/".length))
         const protectedNames = yield* (yield* ProtectedBranches)(repo.id, names)
         const list = rows.map((row, index) => {
@@ -205,18 +215,18 @@ export class Repositories extends Context.Service<Repositories, {
             protected: protectedNames.has(name)
           }
         })
-        return { branches: list, count: list.length }
+        return { branches: list, count: all.length }
       })
 
-      const tags = Effect.fn("Repositories.tags")(function*(orgId: string, slug: string) {
+      const tags = Effect.fn("Repositories.tags")(function*(orgId: string, slug: string, page?: Page) {
         const repo = yield* findOwned(orgId, slug)
         const rows = yield* tagRefs(sql, repo.id).pipe(Effect.orDie)
-        const list = rows.map((row) => ({
+        const list = pageOf(rows, page).map((row) => ({
           name: row.name.slice("refs/tags/".length),
           sha: row.sha,
           commitSha: row.peeled ?? row.sha
         }))
-        return { tags: list, count: list.length }
+        return { tags: list, count: rows.length }
       })
 
       const find = (orgSlug: string, repoSlug: string) =>

@@ -5,6 +5,12 @@ import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { enqueueMails } from "../mail/MailOutbox.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 import { lifecycle, perPlan } from "../tenancy/Plans.ts"
+import {
+  organizationPlanExpression,
+  organizationSlugs,
+  organizationStorageOverrideExpression,
+  ownerEmails
+} from "../tenancy/Tenancy.ts"
 
 /** Storage per organization, from the plan table. */
 export const storageLimitBytes = perPlan((p) => p.storageBytes)
@@ -26,7 +32,7 @@ export interface StorageStanding {
  * counting at their deletion.
  */
 const UsageRow = Schema.Struct({
-  plan: Plan,
+  plan: Schema.NullOr(Plan),
   storage_limit_bytes: Schema.NullOr(Int8),
   used: Schema.NumberFromString
 })
@@ -38,9 +44,10 @@ export const storageStanding = (orgId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const [row] = yield* sql`
-      SELECT o.plan, o.storage_limit_bytes, coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
-      FROM organizations o LEFT JOIN repositories r ON r.org_id = o.id AND r.deleted_at IS NULL
-      WHERE o.id = ${orgId} GROUP BY o.plan, o.storage_limit_bytes`.pipe(decodeRows(UsageRow), Effect.orDie)
+      SELECT ${organizationPlanExpression(sql, orgId)} AS plan,
+        ${organizationStorageOverrideExpression(sql, orgId)} AS storage_limit_bytes,
+        coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
+      FROM repositories r WHERE r.org_id = ${orgId} AND r.deleted_at IS NULL`.pipe(decodeRows(UsageRow), Effect.orDie)
     const limitBytes = row?.storage_limit_bytes ?? storageLimitBytes[row?.plan ?? "free"]
     const usedBytes = row?.used ?? 0
     const percent = percentOf(usedBytes, limitBytes)
@@ -77,7 +84,6 @@ export const storageUsage = (orgId: string) =>
   })
 
 const CrossedRow = Schema.Struct({ crossed_at: Schema.Date })
-const OwnerRow = Schema.Struct({ email: Schema.String, slug: Schema.String })
 
 /**
  * One e-mail to the owners per crossing of the warning line (GUIDE §16): the first push at
@@ -96,17 +102,15 @@ export const noteStorageStanding = (orgId: string, standing: StorageStanding) =>
         INSERT INTO storage_warnings (org_id) VALUES (${orgId}) ON CONFLICT (org_id) DO NOTHING
         RETURNING crossed_at`.pipe(decodeRows(CrossedRow))
       if (crossed.length === 0) return
-      // The owners come from tenancy's tables: read-only, for this one notice.
-      const owners = yield* sql`
-        SELECT u.email, o.slug FROM memberships m JOIN users u ON u.id = m.user_id
-        JOIN organizations o ON o.id = m.org_id
-        WHERE m.org_id = ${orgId} AND m.role = 'owner' ORDER BY u.email`.pipe(decodeRows(OwnerRow))
+      const owners = yield* ownerEmails(sql, orgId)
+      const [org] = yield* organizationSlugs(sql, [orgId])
       const stamp = crossed[0].crossed_at.toISOString()
-      yield* enqueueMails(owners.map((owner) => ({
-        idempotencyKey: `storage-warning:${orgId}:${stamp}:${owner.email}`,
-        to: owner.email,
-        subject: `Canopy: ${owner.slug} uses ${standing.percent}% of its storage`,
-        text: `The organization ${owner.slug} uses ${standing.usedBytes} of ${standing.limitBytes} bytes ` +
+      const slug = org?.slug ?? orgId
+      yield* enqueueMails(owners.map((email) => ({
+        idempotencyKey: `storage-warning:${orgId}:${stamp}:${email}`,
+        to: email,
+        subject: `Canopy: ${slug} uses ${standing.percent}% of its storage`,
+        text: `The organization ${slug} uses ${standing.usedBytes} of ${standing.limitBytes} bytes ` +
           `(${standing.percent}%). At 100% pushes, LFS uploads, merges and server-side commits are refused ` +
           `until space is freed (delete and purge repositories) or the plan changes.`
       })))

@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import type { Fragment } from "effect/sql/Statement"
 import {
   type AddIncidentUpdate,
@@ -16,13 +15,25 @@ import {
   type IncidentUpdate,
   type UpdateIncident
 } from "../../schemas/incidents/Incidents.ts"
-import { type FieldIssue, monitorValidationError } from "../../schemas/monitors/Monitors.ts"
+import { type FieldIssue, monitorValidationError, parseIsoTimestamp } from "../../schemas/monitors/Monitors.ts"
 import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
 import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { ActiveIncidentRow, IncidentPageRow, LastChange, LockedIncident, toIncident } from "./IncidentRows.ts"
+import { inTransaction } from "../platform/Rows.ts"
+import {
+  activeIncidents,
+  deleteIncident,
+  insertIncident,
+  insertIncidentUpdate,
+  lastIncidentChange,
+  lockIncident,
+  selectIncidents,
+  setIncidentStatus,
+  toIncident,
+  touchIncident,
+  updateIncidentFields
+} from "./IncidentRows.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "./MonitorLinks.ts"
 
 export interface ListIncidentsOptions {
@@ -46,6 +57,25 @@ export interface ActiveIncident {
  * Every change publishes `incident.created|updated|resolved` (`incident.deleted` on delete)
  * with `IncidentEventData` (the shared `incidentEvent` types), in the transaction that makes the change.
  */
+const toDate = (value: string | null | undefined) =>
+  value === null || value === undefined ? undefined : parseIsoTimestamp(value)
+
+/** A window needs a start, an end after it, and a `maintenance` incident. */
+const windowIssues = (
+  severity: string,
+  window: { readonly from: Date | undefined; readonly until: Date | undefined }
+): ReadonlyArray<FieldIssue> => {
+  if (window.from === undefined && window.until === undefined) return []
+  if (severity !== "maintenance") {
+    return [{ field: "scheduledFor", message: "only a maintenance incident has a scheduled window" }]
+  }
+  if (window.from === undefined) return [{ field: "scheduledFor", message: "is required with scheduledUntil" }]
+  if (window.until !== undefined && window.until.getTime() <= window.from.getTime()) {
+    return [{ field: "scheduledUntil", message: "must be after scheduledFor" }]
+  }
+  return []
+}
+
 export class Incidents extends Context.Service<Incidents, {
   create(orgId: string, input: CreateIncident): Effect.Effect<Incident, ValidationError>
   /** Newest first; `count` is the total matching `status`. */
@@ -66,37 +96,9 @@ export class Incidents extends Context.Service<Incidents, {
       const monitors = yield* MonitorRepository
       const notFound = (id: string) => new NotFound({ message: `Incident '${id}' not found` })
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
-      const iso = (column: string) =>
-        sql.literal(`to_char(${column} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`)
-
-      /**
-       * Incidents with their timeline and affected monitors, in one query. The page is cut
-       * first, so only its rows have their timelines aggregated; `total` counts every match.
-       */
-      const selectIncidents = (where: Fragment, tail: Fragment = sql.literal("")) =>
-        sql`
-          WITH page AS (
-            SELECT i.*, count(*) OVER () AS total FROM incidents i
-            WHERE ${where}
-            ORDER BY i.created_at DESC, i.seq DESC
-            ${tail}
-          )
-          SELECT p.id, p.title, p.description, p.status, p.severity, p.created_at, p.updated_at, p.resolved_at, p.total,
-            coalesce((
-              SELECT json_agg(json_build_object(
-                'id', u.id, 'status', u.status, 'message', u.message, 'createdAt', ${iso("u.created_at")}
-              ) ORDER BY u.seq)
-              FROM incident_updates u WHERE u.incident_id = p.id
-            ), '[]'::json) AS updates,
-            coalesce((
-              SELECT json_agg(m.monitor_id ORDER BY m.position) FROM incident_monitors m WHERE m.incident_id = p.id
-            ), '[]'::json) AS affected_monitors
-          FROM page p
-          ORDER BY p.created_at DESC, p.seq DESC`.pipe(decodeRows(IncidentPageRow))
-
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
-          selectIncidents(sql`i.org_id = ${orgId} AND i.id = ${id}`),
+          selectIncidents(sql, sql`i.org_id = ${orgId} AND i.id = ${id}`),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toIncident(rows[0]))
         )
 
@@ -111,9 +113,7 @@ export class Incidents extends Context.Service<Incidents, {
       const insertUpdate = (incidentId: string, status: IncidentStatus, message: string, at: Date) =>
         Effect.gen(function*() {
           const update: IncidentUpdate = { id: makeId("upd"), status, message, createdAt: at.toISOString() }
-          yield* sql`
-            INSERT INTO incident_updates (id, incident_id, status, message, created_at)
-            VALUES (${update.id}, ${incidentId}, ${status}, ${message}, ${update.createdAt}::timestamptz)`
+          yield* insertIncidentUpdate(sql, incidentId, update)
           return update
         })
 
@@ -128,31 +128,35 @@ export class Incidents extends Context.Service<Incidents, {
           return incident
         })
 
-      /** Runs `effect` in one transaction; database failures are defects (500). */
-      const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
-        sql.withTransaction(effect).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.catchTag("SqlError", Effect.die)
-        ) as Effect.Effect<A, Exclude<E, SqlError>>
-
       const create = Effect.fn("Incidents.create")(function*(orgId: string, input: CreateIncident) {
         const status = input.status ?? INCIDENT_DEFAULTS.status
         const at = yield* now
         const id = makeId("inc")
-        return yield* inTransaction(Effect.gen(function*() {
-          const issues = yield* checkMonitors(orgId, input.affectedMonitors)
-          if (issues.length > 0) return yield* monitorValidationError(issues)
-          yield* sql`
-            INSERT INTO incidents (id, org_id, title, description, status, severity, created_at, updated_at)
-            VALUES (${id}, ${orgId}, ${input.title}, ${input.description ?? null}, ${status},
-                    ${input.severity ?? INCIDENT_DEFAULTS.severity}, ${at.toISOString()}::timestamptz,
-                    ${at.toISOString()}::timestamptz)`
-          yield* setMonitors(id, input.affectedMonitors ?? [])
-          // GUIDE §6: the first entry says `message`, else the description, else the title.
-          const first = input.message ?? (input.description?.trim() ? input.description : undefined) ?? input.title
-          const update = yield* insertUpdate(id, status, first, at)
-          return yield* announce(orgId, id, INCIDENT_EVENTS.created, update)
-        }))
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const severity = input.severity ?? INCIDENT_DEFAULTS.severity
+            const window = { from: toDate(input.scheduledFor), until: toDate(input.scheduledUntil) }
+            const issues = [...(yield* checkMonitors(orgId, input.affectedMonitors)), ...windowIssues(severity, window)]
+            if (issues.length > 0) return yield* monitorValidationError(issues)
+            yield* insertIncident(sql, {
+              id,
+              orgId,
+              title: input.title,
+              description: input.description ?? null,
+              status,
+              severity,
+              at,
+              scheduledFor: window.from ?? null,
+              scheduledUntil: window.until ?? null
+            })
+            yield* setMonitors(id, input.affectedMonitors ?? [])
+            // GUIDE §6: the first entry says `message`, else the description, else the title.
+            const first = input.message ?? (input.description?.trim() ? input.description : undefined) ?? input.title
+            const update = yield* insertUpdate(id, status, first, at)
+            return yield* announce(orgId, id, INCIDENT_EVENTS.created, update)
+          })
+        )
       })
 
       const list = Effect.fn("Incidents.list")(function*(orgId: string, options?: ListIncidentsOptions) {
@@ -162,7 +166,9 @@ export class Incidents extends Context.Service<Incidents, {
           : options?.unresolved === true
           ? sql`AND i.status <> 'resolved'`
           : sql.literal("")
-        const rows = yield* selectIncidents(sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(Effect.orDie)
+        const rows = yield* selectIncidents(sql, sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(
+          Effect.orDie
+        )
         return { incidents: rows.map(toIncident), count: rows.length > 0 ? rows[0].total : 0 }
       })
 
@@ -173,9 +179,7 @@ export class Incidents extends Context.Service<Incidents, {
       /** Locks the incident row for the rest of the transaction; its current status and resolvedAt. */
       const lock = (orgId: string, id: string) =>
         Effect.flatMap(
-          sql`SELECT status, resolved_at FROM incidents WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`.pipe(
-            decodeRows(LockedIncident)
-          ),
+          lockIncident(sql, orgId, id),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(rows[0])
         )
 
@@ -190,75 +194,82 @@ export class Incidents extends Context.Service<Incidents, {
             : from === "resolved"
             ? sql`resolved_at`
             : sql`${at.toISOString()}::timestamptz`
-          yield* sql`UPDATE incidents SET status = ${to}, resolved_at = ${resolvedAt} WHERE id = ${id}`
+          yield* setIncidentStatus(sql, id, to, resolvedAt)
           return to === "resolved" && from !== "resolved" ? INCIDENT_EVENTS.resolved : INCIDENT_EVENTS.updated
         })
 
       const update = Effect.fn("Incidents.update")(function*(orgId: string, id: string, patch: UpdateIncident) {
         const at = yield* now
-        return yield* inTransaction(Effect.gen(function*() {
-          const current = yield* lock(orgId, id)
-          // An empty body changes nothing: no write, no event.
-          if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
-          const issues: Array<FieldIssue> = [...(yield* checkMonitors(orgId, patch.affectedMonitors))]
-          const statusChanges = patch.status !== undefined && patch.status !== current.status
-          if (statusChanges && patch.message === undefined) {
-            issues.push({ field: "message", message: "is required with a status change" })
-          }
-          if (issues.length > 0) return yield* monitorValidationError(issues)
-          yield* sql`
-            UPDATE incidents SET
-              title = ${patch.title ?? sql`title`},
-              description = ${patch.description !== undefined ? patch.description : sql`description`},
-              severity = ${patch.severity ?? sql`severity`},
-              updated_at = ${at.toISOString()}::timestamptz
-            WHERE id = ${id}`
-          if (patch.affectedMonitors !== undefined) yield* setMonitors(id, patch.affectedMonitors)
-          const status = patch.status ?? current.status
-          const type = yield* transition(id, current.status, status, at)
-          const entry = patch.message === undefined ? null : yield* insertUpdate(id, status, patch.message, at)
-          return yield* announce(orgId, id, type, entry)
-        }))
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const current = yield* lock(orgId, id)
+            // An empty body changes nothing: no write, no event.
+            if (Object.values(patch).every((value) => value === undefined)) return yield* load(orgId, id)
+            const window = {
+              from: patch.scheduledFor !== undefined ? toDate(patch.scheduledFor) : current.scheduled_for ?? undefined,
+              until: patch.scheduledUntil !== undefined
+                ? toDate(patch.scheduledUntil)
+                : current.scheduled_until ?? undefined
+            }
+            const windowChanged = patch.scheduledFor !== undefined || patch.scheduledUntil !== undefined ||
+              patch.severity !== undefined
+            const issues: Array<FieldIssue> = [
+              ...(yield* checkMonitors(orgId, patch.affectedMonitors)),
+              ...(windowChanged ? windowIssues(patch.severity ?? current.severity, window) : [])
+            ]
+            const statusChanges = patch.status !== undefined && patch.status !== current.status
+            if (statusChanges && patch.message === undefined) {
+              issues.push({ field: "message", message: "is required with a status change" })
+            }
+            if (issues.length > 0) return yield* monitorValidationError(issues)
+            yield* updateIncidentFields(sql, id, patch, { from: window.from ?? null, until: window.until ?? null }, at)
+            if (patch.affectedMonitors !== undefined) yield* setMonitors(id, patch.affectedMonitors)
+            const status = patch.status ?? current.status
+            const type = yield* transition(id, current.status, status, at)
+            const entry = patch.message === undefined ? null : yield* insertUpdate(id, status, patch.message, at)
+            return yield* announce(orgId, id, type, entry)
+          })
+        )
       })
 
       const addUpdate = Effect.fn("Incidents.addUpdate")(
         function*(orgId: string, id: string, input: AddIncidentUpdate) {
           const at = yield* now
-          return yield* inTransaction(Effect.gen(function*() {
-            const current = yield* lock(orgId, id)
-            const status = input.status ?? current.status
-            const type = yield* transition(id, current.status, status, at)
-            yield* sql`UPDATE incidents SET updated_at = ${at.toISOString()}::timestamptz WHERE id = ${id}`
-            const entry = yield* insertUpdate(id, status, input.message, at)
-            yield* announce(orgId, id, type, entry)
-            return entry
-          }))
+          return yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              const current = yield* lock(orgId, id)
+              const status = input.status ?? current.status
+              const type = yield* transition(id, current.status, status, at)
+              yield* touchIncident(sql, id, at)
+              const entry = yield* insertUpdate(id, status, input.message, at)
+              yield* announce(orgId, id, type, entry)
+              return entry
+            })
+          )
         }
       )
 
       const remove = Effect.fn("Incidents.remove")(function*(orgId: string, id: string) {
-        yield* inTransaction(Effect.gen(function*() {
-          yield* lock(orgId, id)
-          const incident = yield* load(orgId, id)
-          // Updates and monitor links go with it (ON DELETE CASCADE).
-          yield* sql`DELETE FROM incidents WHERE id = ${id}`
-          yield* publish(incidentEvent(INCIDENT_EVENTS.deleted).make(orgId, { incident, update: null }))
-        }))
+        yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            yield* lock(orgId, id)
+            const incident = yield* load(orgId, id)
+            yield* deleteIncident(sql, id)
+            yield* publish(incidentEvent(INCIDENT_EVENTS.deleted).make(orgId, { incident, update: null }))
+          })
+        )
       })
 
       const active = Effect.fn("Incidents.active")(function*(orgId: string) {
-        const rows = yield* sql`
-          SELECT id, severity, updated_at FROM incidents WHERE org_id = ${orgId} AND status <> 'resolved'
-          ORDER BY created_at DESC, seq DESC`.pipe(decodeRows(ActiveIncidentRow), Effect.orDie)
+        const rows = yield* activeIncidents(sql, orgId).pipe(Effect.orDie)
         return rows.map((row) => ({ id: row.id, severity: row.severity, updatedAt: row.updated_at }))
       })
 
       const lastChangedAt = Effect.fn("Incidents.lastChangedAt")(function*(orgId: string) {
-        const rows = yield* sql`
-          SELECT max(updated_at) AS at FROM incidents WHERE org_id = ${orgId}`.pipe(
-          decodeRows(LastChange),
-          Effect.orDie
-        )
+        const rows = yield* lastIncidentChange(sql, orgId).pipe(Effect.orDie)
         return rows[0]?.at ?? undefined
       })
 

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import {
   type IssueComment,
@@ -9,29 +9,9 @@ import {
 import type { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
-import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { insertIssueComment, issueComments, toComment } from "./IssueCommentRows.ts"
 import { eventRepository, selectIssue, toIssue, touchIssue } from "./IssueRows.ts"
 import { issueNotFound, refuseArchived } from "./RepositoryIssues.ts"
-
-/** A stored comment (`repo_issue_comments`, whose statements are all in this service). */
-const CommentRow = Schema.Struct({
-  id: Schema.String,
-  body: Schema.String,
-  author_id: Schema.String,
-  author_name: Schema.String,
-  created_at: Schema.Date,
-  updated_at: Schema.Date
-})
-type CommentRow = typeof CommentRow.Type
-
-const toComment = (row: CommentRow): IssueComment => ({
-  id: row.id,
-  body: row.body,
-  author: { id: row.author_id, name: row.author_name },
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString()
-})
 
 /**
  * Comments on repository issues, oldest first. A comment (closed issues take comments
@@ -58,9 +38,7 @@ export class IssueComments extends Context.Service<IssueComments, {
           Effect.orDie
         )
         if (issue === undefined) return yield* issueNotFound(number)
-        const rows = yield* sql`
-          SELECT id, body, author_id, author_name, created_at, updated_at FROM repo_issue_comments
-          WHERE issue_id = ${issue.id} ORDER BY created_at, id`.pipe(decodeRows(CommentRow), Effect.orDie)
+        const rows = yield* issueComments(sql, issue.id).pipe(Effect.orDie)
         return { comments: rows.map(toComment) }
       })
 
@@ -70,13 +48,7 @@ export class IssueComments extends Context.Service<IssueComments, {
           const transaction = Effect.gen(function*() {
             const touched = yield* touchIssue(sql, repo.id, number).pipe(Effect.orDie)
             if (touched === undefined) return yield* issueNotFound(number)
-            const [row] = yield* sql`
-              INSERT INTO repo_issue_comments (id, issue_id, author_id, author_name, body)
-              VALUES (${makeId("issuecomment")}, ${touched.id}, ${author.id}, ${author.name}, ${body})
-              RETURNING id, body, author_id, author_name, created_at, updated_at`.pipe(
-              decodeRows(CommentRow),
-              Effect.orDie
-            )
+            const [row] = yield* insertIssueComment(sql, touched.id, author, body).pipe(Effect.orDie)
             const comment = toComment(row)
             yield* publish(IssueCommentedEvent.make(repo.orgId, {
               repository: eventRepository(repo),

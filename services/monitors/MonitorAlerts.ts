@@ -7,6 +7,7 @@ import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { memberEmails } from "../tenancy/Tenancy.ts"
 import { latestOutcome } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { AlertSubject } from "./MonitorRows.ts"
@@ -43,9 +44,6 @@ const OpenAlert = Schema.Struct({
 
 /** What closing an outage returns. */
 const ClosedAlert = Schema.Struct({ downSince: Schema.Date })
-
-/** An owner's or admin's address (from `users`). */
-const Recipient = Schema.Struct({ email: Schema.String })
 
 type AlertKind = "down" | "recovered" | "reminder"
 
@@ -119,10 +117,8 @@ const make = Effect.fnUntraced(function*(options: MonitorAlertsOptions) {
   /** Owners and admins of the organization, plus the monitor's own addresses, each once. */
   const recipients = (monitor: MonitorFacts) =>
     Effect.map(
-      sql`
-        SELECT u.email FROM memberships m JOIN users u ON u.id = m.user_id
-        WHERE m.org_id = ${monitor.orgId} AND m.role IN ('owner', 'admin')`.pipe(decodeRows(Recipient)),
-      (rows) => [...new Set([...rows.map((row) => row.email), ...monitor.alertEmails].map((e) => e.trim()))]
+      memberEmails(sql, monitor.orgId, ["owner", "admin"]),
+      (emails) => [...new Set([...emails, ...monitor.alertEmails].map((e) => e.trim()))]
     )
 
   const statusPageUrl = (slug: string) => `${baseUrl.replace(/\/$/, "")}/status/${encodeURIComponent(slug)}`

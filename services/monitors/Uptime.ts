@@ -279,6 +279,38 @@ export const dailyUptimeTotals = (
     return result
   })
 
+/** `daily`'s closed days plus each monitor's open interval in its current status, split at UTC days. */
+export const withOpenIntervals = (
+  closed: ReadonlyMap<string, ReadonlyArray<DailyUptime>>,
+  spans: ReadonlyArray<{ readonly id: string; readonly status: string; readonly statusSince: Date }>,
+  days: number,
+  now: Date
+): ReadonlyMap<string, ReadonlyArray<DailyUptime>> => {
+  const result = new Map<string, ReadonlyArray<DailyUptime>>(closed)
+  const nowMs = now.getTime()
+  const firstDay = Math.floor(nowMs / DAY_MS) * DAY_MS - (days - 1) * DAY_MS
+  for (const span of spans) {
+    const column = span.status === "up" || span.status === "degraded"
+      ? "upMs"
+      : span.status === "down"
+      ? "downMs"
+      : undefined
+    if (column === undefined) continue
+    const byDate = new Map((result.get(span.id) ?? []).map((day) => [day.date, { ...day }]))
+    for (let from = Math.max(span.statusSince.getTime(), firstDay); from < nowMs;) {
+      const dayEnd = (Math.floor(from / DAY_MS) + 1) * DAY_MS
+      const to = Math.min(dayEnd, nowMs)
+      const date = new Date(from).toISOString().slice(0, 10)
+      const day = byDate.get(date) ?? { date, upMs: 0, downMs: 0 }
+      day[column] += to - from
+      byDate.set(date, day)
+      from = to
+    }
+    result.set(span.id, [...byDate.values()].sort((a, b) => a.date.localeCompare(b.date)))
+  }
+  return result
+}
+
 /** Deletes raw heartbeats older than the cutoff, monitor by monitor (index-friendly, bounded transactions). */
 export const pruneHeartbeatsBefore = (
   sql: SqlClient.SqlClient,
@@ -364,9 +396,16 @@ export class Uptime extends Context.Service<Uptime, {
         return yield* pruneHeartbeatsBefore(sql, monitors, new Date(now - olderThanDays * DAY_MS)).pipe(Effect.orDie)
       })
 
+      // The open interval [status_since, now) counts too, as in `totals`: an outage in progress
+      // shows on today's bar at once, not only after the next check closes the interval.
       const daily = (monitorIds: ReadonlyArray<string>, days: number) =>
         currentNow().pipe(
-          Effect.flatMap((now) => dailyUptimeTotals(sql, monitorIds, days, now)),
+          Effect.flatMap((now) =>
+            Effect.map(
+              Effect.all([dailyUptimeTotals(sql, monitorIds, days, now), monitors.statusSpans(monitorIds)]),
+              ([closed, spans]) => withOpenIntervals(closed, spans, days, now)
+            )
+          ),
           Effect.orDie,
           Effect.withSpan("Uptime.daily")
         )

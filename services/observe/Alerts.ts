@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type Alert, SpikeEvent, type SpikeEventData } from "../../schemas/observe/Observe.ts"
@@ -6,7 +6,8 @@ import { publishAll } from "../events/Events.ts"
 import { Mailer, type MailError } from "../mail/Mailer.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { ownerEmails } from "../tenancy/Tenancy.ts"
+import { organizationNameById } from "../tenancy/Tenancy.ts"
 import { alertPage, insertAlerts } from "./AlertRows.ts"
 import { issueTitle } from "./IssueRows.ts"
 import type { Spike } from "./Spikes.ts"
@@ -16,9 +17,6 @@ import type { Spike } from "./Spikes.ts"
  * in the same transaction, listed at `/api/v1/observe/alerts`, and e-mailed to the
  * organization's owners by a durable consumer of the event (`mailOwners`).
  */
-
-/** An owner of the organization, with its name, to e-mail. */
-const OrgOwner = Schema.Struct({ email: Schema.String, org_name: Schema.String })
 
 export class Alerts extends Context.Service<Alerts, {
   raise(orgId: string, spikes: ReadonlyArray<Spike>, at: number): Effect.Effect<void, SqlError>
@@ -58,17 +56,14 @@ export class Alerts extends Context.Service<Alerts, {
 
       const mailOwners = (orgId: string, data: SpikeEventData) =>
         Effect.gen(function*() {
-          // Read here rather than through Tenancy: one join, only for this notification.
-          const owners = yield* sql`
-            SELECT u.email, o.name AS org_name FROM memberships m
-            JOIN users u ON u.id = m.user_id JOIN organizations o ON o.id = m.org_id
-            WHERE m.org_id = ${orgId} AND m.role = 'owner'`.pipe(decodeRows(OrgOwner))
-          if (owners.length === 0) return
+          const owners = yield* ownerEmails(sql, orgId)
+          const org = yield* organizationNameById(sql, orgId)
+          if (owners.length === 0 || Option.isNone(org)) return
           const title = data.issueId === null ? Option.none() : yield* issueTitle(sql, data.issueId)
           const what = Option.match(title, { onNone: () => "errors", onSome: (title) => `"${title}"` })
           yield* mailer.send({
-            to: owners.map((owner) => owner.email),
-            subject: `[${owners[0].org_name}] Error spike: ${what}`,
+            to: owners,
+            subject: `[${org.value.name}] Error spike: ${what}`,
             text: [
               `${data.count} events of ${what} in the last 5 minutes`,
               `(usual: ${data.baseline.toFixed(1)} per 5 minutes; alert threshold ${data.threshold.toFixed(1)}).`,

@@ -1,4 +1,6 @@
 import { Effect, Schema, SchemaTransformation } from "effect"
+import { SqlClient } from "effect/sql"
+import type { SqlError } from "effect/sql/SqlError"
 
 /*
  * Rows read from Postgres are decoded by a Schema before a service uses them, never cast:
@@ -35,3 +37,19 @@ export const decodeRows = <S extends Schema.Constraint & { readonly DecodingServ
 export const Int8 = Schema.BigInt.pipe(
   Schema.decodeTo(Schema.Number, SchemaTransformation.transform({ decode: Number, encode: BigInt }))
 )
+
+/** A statement refused by a unique constraint (a taken name): the caller's conflict, not a defect. */
+export const isUniqueViolation = (error: SqlError) => error.reason._tag === "UniqueViolation"
+
+/**
+ * Runs `effect` in one transaction of `sql`, provided to it as the `SqlClient` (so the
+ * events it publishes commit with it); database failures are defects (500).
+ */
+export const inTransaction = <A, E>(
+  sql: SqlClient.SqlClient,
+  effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>
+): Effect.Effect<A, Exclude<E, SqlError>> =>
+  sql.withTransaction(effect).pipe(
+    Effect.provideService(SqlClient.SqlClient, sql),
+    Effect.catchTag("SqlError", Effect.die)
+  ) as Effect.Effect<A, Exclude<E, SqlError>>

@@ -1,6 +1,7 @@
 import { Context, Effect, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { BranchRules, type BranchRulesShape, type MergeActor } from "../pulls/BranchRules.ts"
-import { Actors } from "./Actors.ts"
+import { actorInOrganization } from "../tenancy/Tenancy.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { unverifiedCommits } from "./CommitSignatures.ts"
 import { CommitStatuses } from "./CommitStatuses.ts"
@@ -24,12 +25,12 @@ export const BranchRulesLive = Layer.effect(
     const statuses = yield* CommitStatuses
     const keys = yield* GpgKeys
     const audit = yield* AuditLog
-    const actors = yield* Actors
+    const sql = yield* SqlClient.SqlClient
 
     /** The actor's username and role as stored now (the caller's copy may be a display name). */
     const resolve = (actor: MergeActor, orgId: string) =>
-      Effect.map(actors.inOrganization(actor.id, orgId), (found) =>
-        found === null
+      Effect.map(actorInOrganization(sql, actor.id, orgId).pipe(Effect.orDie), (found) =>
+        found === undefined
           ? { id: actor.id, username: actor.name, role: actor.role }
           : { ...found, role: actor.role === "owner" || actor.role === "admin" ? actor.role : found.role })
 

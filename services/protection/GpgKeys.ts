@@ -3,8 +3,8 @@ import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import type { CreateGpgKey, GpgKey, GpgKeyList } from "../../schemas/protection/GpgKeys.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { decodeRows, isUniqueViolation } from "../platform/Rows.ts"
+import { memberIds } from "../tenancy/Tenancy.ts"
 import { parsePublicKey } from "./SignatureCheck.ts"
 
 /** A stored key. */
@@ -113,8 +113,7 @@ export class GpgKeys extends Context.Service<GpgKeys, {
 
       const organizationKeys = (orgId: string) =>
         sql`
-          SELECT k.armored FROM gpg_keys k JOIN memberships m ON m.user_id = k.user_id
-          WHERE m.org_id = ${orgId}`.pipe(
+          SELECT k.armored FROM gpg_keys k WHERE k.user_id IN ${memberIds(sql, orgId)}`.pipe(
           decodeRows(ArmoredRow),
           Effect.orDie,
           Effect.map((rows) => rows.map((row) => row.armored))

@@ -1,6 +1,5 @@
 import { Effect, Layer } from "effect"
 import { ProtectedBranches } from "../git/Repositories.ts"
-import { Actors } from "./Actors.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { BranchRulesLive } from "./BranchRulesLive.ts"
 import { CommitStatuses } from "./CommitStatuses.ts"
@@ -17,6 +16,5 @@ export const ProtectionLive = Layer.mergeAll(
   BranchRulesLive,
   Layer.effect(ProtectedBranches, Effect.map(ProtectionRules, (rules) => rules.protectedAmong))
 ).pipe(
-  Layer.provideMerge(Layer.mergeAll(ProtectionRules.layer, CommitStatuses.layer, GpgKeys.layer, AuditLog.layer)),
-  Layer.provideMerge(Actors.layer)
+  Layer.provideMerge(Layer.mergeAll(ProtectionRules.layer, CommitStatuses.layer, GpgKeys.layer, AuditLog.layer))
 )

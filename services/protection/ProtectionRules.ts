@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer, Option, Schema } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/platform/Errors.ts"
 import {
@@ -16,6 +16,7 @@ import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { planOrder } from "../tenancy/Plans.ts"
+import { organizationPlan, organizationPlanExpression } from "../tenancy/Tenancy.ts"
 import { enforcedOptions, optionPlan, optionsBeyondPlan } from "./PlanGating.ts"
 import { type EnforcedRule, matchingRules } from "./RulePolicy.ts"
 
@@ -43,8 +44,6 @@ type RuleRow = typeof RuleRow.Type
 
 /** A rule with its organization's plan (what enforcement reads). */
 const PlannedRuleRow = Schema.Struct({ ...RuleRow.fields, plan: Plan })
-
-const PlanRow = Schema.Struct({ plan: Plan })
 
 const optionsOf = (row: RuleRow): RuleOptions => ({
   requirePullRequest: row.require_pull_request,
@@ -103,11 +102,7 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
       const sql = yield* SqlClient.SqlClient
 
       const planOf = (orgId: string) =>
-        sql`SELECT plan FROM organizations WHERE id = ${orgId}`.pipe(
-          decodeRows(PlanRow),
-          Effect.orDie,
-          Effect.map((rows) => rows[0]?.plan ?? "free")
-        )
+        organizationPlan(sql, orgId).pipe(Effect.orDie, Effect.map(Option.getOrElse((): Plan => "free")))
 
       const rowsOf = (repoId: string) =>
         sql`SELECT * FROM branch_protection_rules WHERE repo_id = ${repoId} ORDER BY created_at, id`.pipe(
@@ -212,7 +207,7 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
         Effect.gen(function*() {
           // One round trip: the rules with the organization's plan (a push checks every ref).
           const rows = yield* sql`
-            SELECT r.*, o.plan FROM branch_protection_rules r JOIN organizations o ON o.id = ${repo.orgId}
+            SELECT r.*, ${organizationPlanExpression(sql, repo.orgId)} AS plan FROM branch_protection_rules r
             WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(decodeRows(PlannedRuleRow), Effect.orDie)
           const patterns = rows.map((row) => ({ branchPattern: row.branch_pattern, row }))
           return (branch: string): ReadonlyArray<EnforcedRule> =>

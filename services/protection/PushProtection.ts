@@ -1,11 +1,13 @@
 import { Effect, Fiber, Layer } from "effect"
+import { SqlClient } from "effect/sql"
 import { type GitCommandError, gitText } from "../git/GitProcess.ts"
 import type { WalkedCommit } from "../git/NewCommits.ts"
 import { ZERO_SHA } from "../git/PktLine.ts"
 import { type Pusher, type RefCommand, RefUpdateCheck, type RefUpdateCheckFn } from "../git/RefUpdates.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { MergeInProgress } from "../pulls/BranchRules.ts"
-import { type Actor, Actors } from "./Actors.ts"
+import type { Actor } from "../tenancy/Actor.ts"
+import { actorInOrganization } from "../tenancy/Tenancy.ts"
 import { AuditLog } from "./AuditLog.ts"
 import { unverifiedCommits } from "./CommitSignatures.ts"
 import { GpgKeys } from "./GpgKeys.ts"
@@ -80,13 +82,16 @@ export const PushProtectionLive = Layer.effect(
     const rules = yield* ProtectionRules
     const keys = yield* GpgKeys
     const audit = yield* AuditLog
-    const actors = yield* Actors
+    const sql = yield* SqlClient.SqlClient
+    /** The pusher with their role in the organization (owners and admins bypass every rule). */
+    const actorIn = (userId: string, orgId: string) =>
+      actorInOrganization(sql, userId, orgId).pipe(Effect.orDie, Effect.map((found) => found ?? null))
 
     /** Each lookup on demand, in the check (a ref update that was not prepared). */
     const onDemand = (repo: RepoRecord, pusher: Pusher | null): Lookups => ({
       rules: rules.enforcedMatcher(repo),
       keys: keys.organizationKeys(repo.orgId),
-      actor: pusher === null ? Effect.succeed(null) : actors.inOrganization(pusher.id, repo.orgId)
+      actor: pusher === null ? Effect.succeed(null) : actorIn(pusher.id, repo.orgId)
     })
 
     /**

@@ -1,29 +1,18 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { PullRequestClosed } from "../../schemas/pulls/PullRequestEvents.ts"
 import { type AutoMergeRequest, MergeBlocked, type PullRequest } from "../../schemas/pulls/PullRequests.ts"
-import { Role } from "../../schemas/tenancy/Tenancy.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { Repositories } from "../git/Repositories.ts"
+import type { Actor } from "../tenancy/Actor.ts"
+import { actorInOrganization } from "../tenancy/Tenancy.ts"
 import { Comments } from "./Comments.ts"
 import { Merger } from "./Merger.ts"
-import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { publishPullRequestEvent } from "./PullEvents.ts"
 import { closeStale, isOpen, loadById, markStale, setAutoMerge } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 
 const DAY_MS = 86_400_000
-
-/** The user who enabled auto-merge, with their role in the organization (`member` when none). */
-const EnablerRow = Schema.Struct({
-  id: Schema.String,
-  username: Schema.String,
-  name: Schema.NullOr(Schema.String),
-  email: Schema.String,
-  role: Role
-})
-
-/** A repository's stale setting. */
-const StaleSettingRow = Schema.Struct({ enabled: Schema.Boolean, warn: Schema.Int, close: Schema.Int })
 
 /**
  * What a pull request's entity does on its own (GUIDE §11):
@@ -47,6 +36,7 @@ export class Automation extends Context.Service<Automation, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       const pulls = yield* PullRequests
+      const repos = yield* Repositories
       const merger = yield* Merger
       const comments = yield* Comments
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
@@ -74,15 +64,8 @@ export class Automation extends Context.Service<Automation, {
           Effect.andThen(pulls.render(pull.row.id).pipe(Effect.orDie))
         )
 
-      const actorById = (userId: string, orgId: string) =>
-        sql`
-          SELECT u.id, u.username, u.name, u.email, coalesce(m.role, 'member') AS role
-          FROM users u LEFT JOIN memberships m ON m.user_id = u.id AND m.org_id = ${orgId}
-          WHERE u.id = ${userId}`.pipe(
-          decodeRows(EnablerRow),
-          Effect.orDie,
-          Effect.map((rows) => rows.map((row): Actor => ({ ...row, name: row.name ?? row.username }))[0])
-        )
+      /** The user who enabled auto-merge, with their role in the organization now. */
+      const actorById = (userId: string, orgId: string) => actorInOrganization(sql, userId, orgId).pipe(Effect.orDie)
 
       /** Turns auto-merge off with a comment saying why. */
       const giveUp = (prId: string, headSha: string, reason: string) =>
@@ -123,15 +106,15 @@ export class Automation extends Context.Service<Automation, {
         const found = yield* pulls.findById(prId)
         if (Option.isNone(found) || !isOpen(found.value.row)) return null
         const { repo, row } = found.value
-        const [settings] = yield* sql`
-          SELECT stale_enabled AS enabled, stale_warn_days AS warn, stale_close_days AS close
-          FROM repositories WHERE id = ${repo.id}`.pipe(decodeRows(StaleSettingRow), Effect.orDie)
+        const settings = Option.getOrUndefined(
+          yield* Effect.option(Effect.map(repos.get(repo.orgId, repo.slug), (stored) => stored.stalePullRequests))
+        )
         const now = yield* Clock.currentTimeMillis
         // Disabled: look again a day later (the setting may be turned back on).
         if (settings === undefined || !settings.enabled) return now + DAY_MS
         const since = row.last_activity_at.getTime()
-        const warnAt = since + settings.warn * DAY_MS
-        const closeAt = since + settings.close * DAY_MS
+        const warnAt = since + settings.warnAfterDays * DAY_MS
+        const closeAt = since + settings.closeAfterDays * DAY_MS
         if (now >= closeAt) {
           yield* sql.withTransaction(Effect.gen(function*() {
             const closed = yield* closeStale(sql, row.id, row.last_activity_at, new Date(now))
@@ -139,7 +122,7 @@ export class Automation extends Context.Service<Automation, {
             yield* withSql(comments.system(
               row.id,
               row.head_sha,
-              `Closed after ${settings.close} days without activity. Reopen it to continue.`
+              `Closed after ${settings.closeAfterDays} days without activity. Reopen it to continue.`
             ))
             const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
             yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, null, { merged: false }))
@@ -153,8 +136,8 @@ export class Automation extends Context.Service<Automation, {
             yield* withSql(comments.system(
               row.id,
               row.head_sha,
-              `This pull request has had no activity for ${settings.warn} days and is marked stale. ` +
-                `It will be closed after ${settings.close} days without activity.`
+              `This pull request has had no activity for ${settings.warnAfterDays} days and is marked stale. ` +
+                `It will be closed after ${settings.closeAfterDays} days without activity.`
             ))
           })).pipe(Effect.orDie)
           return closeAt

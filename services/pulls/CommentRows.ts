@@ -1,6 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
+import { Suggestion } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /*
@@ -19,7 +20,7 @@ export const SuggestionRow = Schema.Struct({
   original_lines: Schema.Array(Schema.String),
   replacement: Schema.String,
   head_sha: Schema.String,
-  state: Schema.Literals(["open", "applied"]),
+  state: Suggestion.fields.state,
   applied_sha: Schema.NullOr(Schema.String)
 })
 export type SuggestionRow = typeof SuggestionRow.Type

@@ -11,6 +11,7 @@ import {
 import { gitText } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import { makeId } from "../platform/Ids.ts"
+import type { Actor } from "../tenancy/Actor.ts"
 import {
   type CommentRow,
   findComments,
@@ -20,7 +21,6 @@ import {
   type SuggestionRow
 } from "./CommentRows.ts"
 import { diffAgainstMergeBase, newSideLines, parseDiff } from "./PullDiff.ts"
-import type { Actor } from "./PullEvents.ts"
 import { isOpen, personOf, touchActivity } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
 

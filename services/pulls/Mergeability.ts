@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import * as FsP from "node:fs/promises"
 import * as Path from "node:path"
@@ -7,7 +7,7 @@ import type { MergeableState } from "../../schemas/pulls/PullRequests.ts"
 import { makeQuarantine, type Quarantine, removeQuarantine } from "../git/Quarantine.ts"
 import { type GitStorageError, RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { memberUsernamesByEmail } from "../tenancy/Tenancy.ts"
 import { BranchRules } from "./BranchRules.ts"
 import { CodeOwners } from "./CodeOwners.ts"
 import { allPassed, evaluateChecks, gatherCodeOwners, gatherReviews } from "./MergeChecks.ts"
@@ -17,9 +17,6 @@ import { publishPullRequestEvent } from "./PullEvents.ts"
 import { isOpen, loadById, moveHead, type PrRow, recordTestMerge, setMergeableState } from "./PullRequestRows.ts"
 import { PullRequests } from "./PullRequests.ts"
 import { Reviews } from "./Reviews.ts"
-
-/** A member named by e-mail in CODEOWNERS. */
-const UsernameRow = Schema.Struct({ username: Schema.String })
 
 /** Runs `work` with an empty quarantine next to the synced repository; removed afterwards. */
 export const withQuarantine = <A, E, R>(
@@ -95,13 +92,10 @@ export class Mergeability extends Context.Service<Mergeability, {
           const emails = owners.filter((owner) => !owner.startsWith("@") && owner.includes("@")).map((email) =>
             email.toLowerCase()
           )
-          const byEmail = emails.length === 0 ? [] : yield* sql`
-            SELECT u.username FROM users u JOIN memberships m ON m.user_id = u.id
-            WHERE m.org_id = ${found.value.repo.orgId} AND lower(u.email) IN ${sql.in(emails)}`.pipe(
-            decodeRows(UsernameRow),
-            Effect.orDie
-          )
-          const usernames = [...handles, ...byEmail.map((row) => row.username)]
+          const byEmail = emails.length === 0
+            ? []
+            : yield* memberUsernamesByEmail(sql, found.value.repo.orgId, emails).pipe(Effect.orDie)
+          const usernames = [...handles, ...byEmail]
           if (usernames.length === 0) return
           yield* reviews.request(found.value, null, usernames, "codeowners").pipe(Effect.orDie)
         })

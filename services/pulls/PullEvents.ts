@@ -3,32 +3,8 @@ import type { EventType } from "../../schemas/events/Events.ts"
 import { PullRequestReviewRequested } from "../../schemas/pulls/PullRequestEvents.ts"
 import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
+import type { Actor } from "../tenancy/Actor.ts"
 import { eventRepository, type PrRow, toEventPullRequest } from "./PullRequestRows.ts"
-
-/** Who acts on a pull request: the key's user and their role in the organization. */
-export interface Actor {
-  readonly id: string
-  readonly username: string
-  readonly name: string
-  readonly email: string
-  readonly role: "owner" | "admin" | "member"
-}
-
-export const actorOf = (principal: {
-  readonly user: {
-    readonly id: string
-    readonly username: string
-    readonly name: string | null
-    readonly email: string
-  }
-  readonly role: "owner" | "admin" | "member"
-}): Actor => ({
-  id: principal.user.id,
-  username: principal.user.username,
-  name: principal.user.name ?? principal.user.username,
-  email: principal.user.email,
-  role: principal.role
-})
 
 /**
  * Publishes a `pull_request.*` event with the spec's common fields (`repository`,

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { PullRequestClosed, PullRequestOpened, PullRequestUpdated } from "../../schemas/pulls/PullRequestEvents.ts"
@@ -10,14 +10,14 @@ import type {
   UpdatePullRequest
 } from "../../schemas/pulls/PullRequests.ts"
 import { RepoCache } from "../git/RepoCache.ts"
-import { refuseArchived, type RepoRecord, Repositories } from "../git/Repositories.ts"
+import { branchSha, refuseArchived, type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { isUniqueViolation } from "../tenancy/Tenancy.ts"
+import { isUniqueViolation } from "../platform/Rows.ts"
+import type { Actor } from "../tenancy/Actor.ts"
 import { insertComment } from "./CommentRows.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
-import { type Actor, publishPullRequestEvent } from "./PullEvents.ts"
+import { publishPullRequestEvent } from "./PullEvents.ts"
 import {
   closeAllOpen,
   findPullRequests,
@@ -36,9 +36,6 @@ export interface PullContext {
   readonly repo: RepoRecord
   readonly row: PrRow
 }
-
-/** A branch's head, from the stored refs. */
-const RefRow = Schema.Struct({ sha: Schema.String })
 
 const branchMissing = (field: string, branch: string) =>
   new ValidationError({
@@ -114,21 +111,16 @@ export class PullRequests extends Context.Service<PullRequests, {
             ? Effect.succeed(toPullRequest(row.value))
             : Effect.fail(new NotFound({ message: "Pull request not found" })))
 
-      const branchSha = (repoId: string, branch: string) =>
-        sql`SELECT sha FROM repo_refs WHERE repo_id = ${repoId} AND name = ${`refs/heads/${branch}`}`.pipe(
-          decodeRows(RefRow),
-          Effect.orDie,
-          Effect.map((rows) => Option.fromNullishOr(rows[0]?.sha))
-        )
+      const branchHead = (repoId: string, branch: string) => branchSha(sql, repoId, branch).pipe(Effect.orDie)
 
       const create = Effect.fn("PullRequests.create")(
         function*(orgId: string, repoSlug: string, actor: Actor, input: CreatePullRequest) {
           const repo = yield* repos.record(orgId, repoSlug)
           yield* refuseArchived(repo)
           const target = input.targetBranch ?? repo.defaultBranch
-          const head = yield* branchSha(repo.id, input.sourceBranch)
+          const head = yield* branchHead(repo.id, input.sourceBranch)
           if (Option.isNone(head)) return yield* branchMissing("sourceBranch", input.sourceBranch)
-          const base = yield* branchSha(repo.id, target)
+          const base = yield* branchHead(repo.id, target)
           if (Option.isNone(base)) return yield* branchMissing("targetBranch", target)
           if (target === input.sourceBranch) {
             return yield* new ValidationError({

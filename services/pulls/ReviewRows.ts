@@ -3,6 +3,7 @@ import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { ReviewState } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { userIdsByUsername } from "../tenancy/Tenancy.ts"
 
 /*
  * The `pr_reviews` and `pr_review_requests` tables: their rows and every statement on them
@@ -99,7 +100,7 @@ export const insertReviewRequests = (
 export const deleteReviewRequests = (sql: SqlClient.SqlClient, prId: string, usernames: ReadonlyArray<string>) =>
   sql`
     DELETE FROM pr_review_requests WHERE pr_id = ${prId}
-      AND user_id IN (SELECT id FROM users WHERE username IN ${sql.in([...usernames])})`
+      AND user_id IN ${userIdsByUsername(sql, usernames)}`
 
 /** The users requested as code owners of the changed files. */
 export const codeOwnerRequests = (sql: SqlClient.SqlClient, prId: string) =>

@@ -1,11 +1,12 @@
-import { Array as Arr, Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Array as Arr, Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import { PullRequestReviewSubmitted } from "../../schemas/pulls/PullRequestEvents.ts"
 import type { CreateReview, Review, ReviewList, ReviewState } from "../../schemas/pulls/PullRequests.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { type Actor, publishPullRequestEvent, publishReviewRequested } from "./PullEvents.ts"
+import type { Actor } from "../tenancy/Actor.ts"
+import { membersByUsername } from "../tenancy/Tenancy.ts"
+import { publishPullRequestEvent, publishReviewRequested } from "./PullEvents.ts"
 import { isOpen, loadById, personOf, touchActivity } from "./PullRequestRows.ts"
 import { type PullContext, PullRequests } from "./PullRequests.ts"
 import {
@@ -17,9 +18,6 @@ import {
   type ReviewRow,
   submitReview
 } from "./ReviewRows.ts"
-
-/** A member of the organization, as a review request names them. */
-const MemberRow = Schema.Struct({ id: Schema.String, username: Schema.String })
 
 const toReview = (row: ReviewRow): Review => ({
   id: row.id,
@@ -169,12 +167,7 @@ export class Reviews extends Context.Service<Reviews, {
         source: "manual" | "codeowners"
       ) {
         const wanted = [...new Set(usernames)]
-        const users = yield* sql`
-          SELECT u.id, u.username FROM users u JOIN memberships m ON m.user_id = u.id
-          WHERE m.org_id = ${pull.repo.orgId} AND u.username IN ${sql.in(wanted)}`.pipe(
-          decodeRows(MemberRow),
-          Effect.orDie
-        )
+        const users = yield* membersByUsername(sql, pull.repo.orgId, wanted).pipe(Effect.orDie)
         const unknown = wanted.filter((name) => !users.some((user) => user.username === name))
         if (unknown.length > 0 && source === "manual") {
           return yield* new ValidationError({

@@ -1,16 +1,13 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import type { Actor } from "../tenancy/Actor.ts"
+import { userIdentity } from "../tenancy/Tenancy.ts"
 import { markSuggestionApplied } from "./CommentRows.ts"
 import { Comments } from "./Comments.ts"
-import type { Actor } from "./PullEvents.ts"
 import { isOpen } from "./PullRequestRows.ts"
 import type { PullContext } from "./PullRequests.ts"
 import { SuggestionCommits } from "./SuggestionCommit.ts"
-
-/** The suggester, as the commit's author. */
-const AuthorRow = Schema.Struct({ username: Schema.String, name: Schema.NullOr(Schema.String), email: Schema.String })
 
 /**
  * Applying a suggestion (GUIDE §11): a commit on the source branch by the suggester,
@@ -37,10 +34,8 @@ export class Suggestions extends Context.Service<Suggestions, {
           return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
         }
         if (suggestion.state === "applied") return yield* new Conflict({ message: "The suggestion is already applied" })
-        const [author] = yield* sql`SELECT username, name, email FROM users WHERE id = ${suggestion.author_id}`.pipe(
-          decodeRows(AuthorRow),
-          Effect.orDie
-        )
+        // The suggester is the commit's author.
+        const author = Option.getOrUndefined(yield* userIdentity(sql, suggestion.author_id).pipe(Effect.orDie))
         const result = yield* commits.applySuggestion({
           repo: pull.repo,
           branch: pull.row.source_branch,

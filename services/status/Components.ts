@@ -1,6 +1,5 @@
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { SqlError } from "effect/sql/SqlError"
 import { monitorValidationError } from "../../schemas/monitors/Monitors.ts"
 import { NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import {
@@ -14,29 +13,21 @@ import { publish } from "../events/Events.ts"
 import { foreignMonitorIssues, replaceMonitorLinks } from "../incidents/MonitorLinks.ts"
 import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { inTransaction } from "../platform/Rows.ts"
+import {
+  deleteComponent,
+  insertComponent,
+  lockComponent,
+  selectComponents,
+  toComponent,
+  updateComponent
+} from "./ComponentRows.ts"
 
-/** A component row with its monitors (`json_agg`, in their order). */
-const ComponentRow = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  position: Schema.Int,
-  created_at: Schema.Date,
-  updated_at: Schema.Date,
-  monitor_ids: Schema.Array(Schema.String)
-})
-type ComponentRow = typeof ComponentRow.Type
-
-const toComponent = (row: ComponentRow): Component => ({
-  id: row.id,
-  name: row.name,
-  description: row.description,
-  monitorIds: row.monitor_ids,
-  position: row.position,
-  createdAt: row.created_at.toISOString(),
-  updatedAt: row.updated_at.toISOString()
-})
+/*
+ * What other features (status page subscriptions) read of the components, each taking the
+ * caller's `SqlClient`: they write no SQL of their own on `components`.
+ */
+export { componentsWithMonitors, ownedComponentIds } from "./ComponentRows.ts"
 
 /**
  * Status page components of an organization (GUIDE §6). Every method is scoped by `orgId`;
@@ -59,19 +50,9 @@ export class Components extends Context.Service<Components, {
       const notFound = (id: string) => new NotFound({ message: `Component '${id}' not found` })
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms).toISOString())
 
-      const select = (orgId: string, id?: string) =>
-        sql`
-          SELECT c.id, c.name, c.description, c.position, c.created_at, c.updated_at,
-            coalesce((
-              SELECT json_agg(cm.monitor_id ORDER BY cm.position) FROM component_monitors cm WHERE cm.component_id = c.id
-            ), '[]'::json) AS monitor_ids
-          FROM components c
-          WHERE c.org_id = ${orgId} ${id === undefined ? sql.literal("") : sql`AND c.id = ${id}`}
-          ORDER BY c.position, c.created_at, c.id`.pipe(decodeRows(ComponentRow))
-
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
-          select(orgId, id),
+          selectComponents(sql, orgId, id),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toComponent(rows[0]))
         )
 
@@ -87,34 +68,23 @@ export class Components extends Context.Service<Components, {
       const changed = (componentId: string, orgId: string, change: "created" | "updated" | "deleted") =>
         publish(ComponentChangedEvent.make(orgId, { componentId, change }))
 
-      /** One transaction; database failures are defects (500). */
-      const inTransaction = <A, E>(effect: Effect.Effect<A, E | SqlError, SqlClient.SqlClient>) =>
-        sql.withTransaction(effect).pipe(
-          Effect.provideService(SqlClient.SqlClient, sql),
-          Effect.catchTag("SqlError", Effect.die)
-        ) as Effect.Effect<A, Exclude<E, SqlError>>
-
       const create = Effect.fn("Components.create")(function*(orgId: string, input: CreateComponent) {
         const at = yield* now
         const id = makeId("cmp")
-        return yield* inTransaction(Effect.gen(function*() {
-          yield* checkMonitors(orgId, input.monitorIds)
-          yield* sql`
-            INSERT INTO components (id, org_id, name, description, position, created_at, updated_at)
-            VALUES (${id}, ${orgId}, ${input.name}, ${input.description ?? null},
-              ${
-            input.position ??
-              sql`(SELECT coalesce(max(position) + 1, 0) FROM components WHERE org_id = ${orgId})`
-          },
-              ${at}::timestamptz, ${at}::timestamptz)`
-          yield* setMonitors(id, input.monitorIds ?? [])
-          yield* changed(id, orgId, "created")
-          return yield* Effect.orDie(load(orgId, id))
-        }))
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            yield* checkMonitors(orgId, input.monitorIds)
+            yield* insertComponent(sql, id, orgId, input, at)
+            yield* setMonitors(id, input.monitorIds ?? [])
+            yield* changed(id, orgId, "created")
+            return yield* Effect.orDie(load(orgId, id))
+          })
+        )
       })
 
       const list = Effect.fn("Components.list")(function*(orgId: string) {
-        const rows = yield* select(orgId).pipe(Effect.orDie)
+        const rows = yield* selectComponents(sql, orgId).pipe(Effect.orDie)
         return { components: rows.map(toComponent), count: rows.length }
       })
 
@@ -124,31 +94,31 @@ export class Components extends Context.Service<Components, {
 
       const update = Effect.fn("Components.update")(function*(orgId: string, id: string, patch: UpdateComponent) {
         const at = yield* now
-        return yield* inTransaction(Effect.gen(function*() {
-          const rows = yield* sql`SELECT 1 FROM components WHERE id = ${id} AND org_id = ${orgId} FOR UPDATE`
-          if (rows.length === 0) return yield* notFound(id)
-          // An empty body changes nothing: no write, no event.
-          if (Object.values(patch).every((value) => value === undefined)) return yield* Effect.orDie(load(orgId, id))
-          yield* checkMonitors(orgId, patch.monitorIds)
-          yield* sql`
-            UPDATE components SET
-              name = ${patch.name ?? sql`name`},
-              description = ${patch.description !== undefined ? patch.description : sql`description`},
-              position = ${patch.position ?? sql`position`},
-              updated_at = ${at}::timestamptz
-            WHERE id = ${id}`
-          if (patch.monitorIds !== undefined) yield* setMonitors(id, patch.monitorIds)
-          yield* changed(id, orgId, "updated")
-          return yield* Effect.orDie(load(orgId, id))
-        }))
+        return yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const rows = yield* lockComponent(sql, orgId, id)
+            if (rows.length === 0) return yield* notFound(id)
+            // An empty body changes nothing: no write, no event.
+            if (Object.values(patch).every((value) => value === undefined)) return yield* Effect.orDie(load(orgId, id))
+            yield* checkMonitors(orgId, patch.monitorIds)
+            yield* updateComponent(sql, id, patch, at)
+            if (patch.monitorIds !== undefined) yield* setMonitors(id, patch.monitorIds)
+            yield* changed(id, orgId, "updated")
+            return yield* Effect.orDie(load(orgId, id))
+          })
+        )
       })
 
       const remove = Effect.fn("Components.remove")(function*(orgId: string, id: string) {
-        yield* inTransaction(Effect.gen(function*() {
-          const rows = yield* sql`DELETE FROM components WHERE id = ${id} AND org_id = ${orgId} RETURNING id`
-          if (rows.length === 0) return yield* notFound(id)
-          yield* changed(id, orgId, "deleted")
-        }))
+        yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const rows = yield* deleteComponent(sql, orgId, id)
+            if (rows.length === 0) return yield* notFound(id)
+            yield* changed(id, orgId, "deleted")
+          })
+        )
       })
 
       return Components.of({ create, list, get, update, remove })

@@ -1,4 +1,4 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { Incident, IncidentSeverity } from "../../schemas/incidents/Incidents.ts"
 import { NotFound } from "../../schemas/platform/Errors.ts"
@@ -8,7 +8,7 @@ import { MonitorRepository } from "../monitors/MonitorRepository.ts"
 import type { MonitorHealth } from "../monitors/MonitorRepository.ts"
 import { roundUptime } from "../monitors/Monitors.ts"
 import { Uptime, type UptimeWindow } from "../monitors/Uptime.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { type OrganizationName, organizationNameBySlug } from "../tenancy/Tenancy.ts"
 import { Components } from "./Components.ts"
 
 export interface MonitorStatusCounts {
@@ -76,10 +76,6 @@ export interface PublicIncidents {
   readonly past: ReadonlyArray<Incident>
 }
 
-/** The organization a public slug names (read from `organizations`). */
-export const PublicOrganization = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
-export type PublicOrganization = typeof PublicOrganization.Type
-
 type Figures = ReadonlyArray<Record<UptimeWindow, number>>
 
 /** How long a summary's uptime figures are reused, and for how many organizations at most. */
@@ -93,7 +89,7 @@ const UPTIME_MEMO_ORGS = 10_000
  */
 export class StatusSummary extends Context.Service<StatusSummary, {
   /** The organization behind a public slug. */
-  organization(slug: string): Effect.Effect<PublicOrganization, NotFound>
+  organization(slug: string): Effect.Effect<OrganizationName, NotFound>
   get(slug: string): Effect.Effect<Summary, NotFound>
   forOrganization(orgId: string): Effect.Effect<Summary>
   widget(slug: string): Effect.Effect<Widget, NotFound>
@@ -112,13 +108,9 @@ export class StatusSummary extends Context.Service<StatusSummary, {
       const components = yield* Components
 
       const organization = Effect.fn("StatusSummary.organization")(function*(slug: string) {
-        const orgs = yield* sql`
-          SELECT id, slug, name FROM organizations WHERE slug = ${slug}`.pipe(
-          decodeRows(PublicOrganization),
-          Effect.orDie
-        )
-        if (orgs.length === 0) return yield* new NotFound({ message: `No status page for '${slug}'` })
-        return orgs[0]
+        const org = yield* organizationNameBySlug(sql, slug).pipe(Effect.orDie)
+        if (Option.isNone(org)) return yield* new NotFound({ message: `No status page for '${slug}'` })
+        return org.value
       })
 
       /**

@@ -6,6 +6,8 @@ import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { componentsWithMonitors } from "../status/Components.ts"
+import { organizationNameById } from "../tenancy/Tenancy.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 import { unsubscribePayload } from "./Subscriptions.ts"
 
@@ -15,11 +17,6 @@ const Subscriber = Schema.Struct({
   email: Schema.String,
   components: Schema.NullOr(Schema.Array(Schema.String))
 })
-
-const ComponentId = Schema.Struct({ id: Schema.String })
-
-/** The organization whose status page the mails link to. */
-const StatusPage = Schema.Struct({ slug: Schema.String, name: Schema.String })
 
 /**
  * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
@@ -46,12 +43,7 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
 
     /** Components that contain any of the monitors (the incident's affected ones). */
     const componentsOf = (orgId: string, monitorIds: ReadonlyArray<string>) =>
-      Effect.map(
-        sql`
-            SELECT DISTINCT cm.component_id AS id FROM component_monitors cm JOIN components c ON c.id = cm.component_id
-            WHERE c.org_id = ${orgId} AND cm.monitor_id IN ${sql.in(monitorIds)}`.pipe(decodeRows(ComponentId)),
-        (rows) => new Set(rows.map((row) => row.id))
-      )
+      componentsWithMonitors(sql, orgId, monitorIds)
 
     /** Subscribers confirmed before the event (a late consumer must not widen the audience). */
     const recipients = (event: DomainEvent & { orgId: string }, affectedMonitors: ReadonlyArray<string>) =>
@@ -74,8 +66,8 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
         if (event.orgId === null || data === undefined) return
         const { incident, update } = data
         if (update === null) return
-        const [org] = yield* sql`
-            SELECT slug, name FROM organizations WHERE id = ${event.orgId}`.pipe(decodeRows(StatusPage))
+        // The organization whose status page the mails link to.
+        const org = Option.getOrUndefined(yield* organizationNameById(sql, event.orgId))
         if (org === undefined) return
         const to = yield* recipients({ ...event, orgId: event.orgId }, incident.affectedMonitors ?? [])
         const page = `${base}/status/${org.slug}`

@@ -11,6 +11,8 @@ import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { ownedComponentIds } from "../status/Components.ts"
+import { organizationNameById, organizationNameBySlug } from "../tenancy/Tenancy.ts"
 import { Challenges } from "./Challenges.ts"
 import { SigningSecret } from "./SigningSecret.ts"
 
@@ -40,10 +42,8 @@ const fail = (error: SubscribeFailed["error"], message: string) =>
 export const SubscriptionPage = Schema.Struct({ orgSlug: Schema.String, orgName: Schema.String })
 export type SubscriptionPage = typeof SubscriptionPage.Type
 
-/** The organization a subscribe request names (from `organizations`). */
-const Organization = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
-
-const ComponentId = Schema.Struct({ id: Schema.String })
+/** The organization of a subscriber a link confirmed or removed. */
+const SubscriberOrg = Schema.Struct({ org_id: Schema.String })
 
 /** The subscriber a subscribe request recorded or found, and whether it is confirmed already. */
 const Subscribed = Schema.Struct({ id: Schema.String, confirmed: Schema.Boolean })
@@ -92,22 +92,14 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           if (spent === "used") return yield* fail("challenge_used", "This challenge token was already used")
           if (spent === "invalid") return yield* fail("invalid_challenge", "The challenge token is not valid")
 
-          const [org] = yield* sql`
-            SELECT id, slug, name FROM organizations WHERE slug = ${request.orgSlug}`.pipe(
-            decodeRows(Organization),
-            Effect.orDie
-          )
+          const org = Option.getOrUndefined(yield* organizationNameBySlug(sql, request.orgSlug).pipe(Effect.orDie))
           if (org === undefined) return yield* fail("not_found", `No status page for '${request.orgSlug}'`)
           const components = request.components === undefined || request.components.length === 0
             ? null
             : [...new Set(request.components)]
           if (components !== null) {
-            const known = yield* sql`
-              SELECT id FROM components WHERE org_id = ${org.id} AND id IN ${sql.in(components)}`.pipe(
-              decodeRows(ComponentId),
-              Effect.orDie
-            )
-            if (known.length !== components.length) {
+            const known = yield* ownedComponentIds(sql, org.id, components).pipe(Effect.orDie)
+            if (known.size !== components.length) {
               return yield* fail("validation_error", "components must be components of this status page")
             }
           }
@@ -136,27 +128,32 @@ export class Subscriptions extends Context.Service<Subscriptions, {
           return { success: true as const, message: SUBSCRIBED_MESSAGE }
         }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
 
-      const confirm = (token: string) =>
-        sql`
-          UPDATE subscribers s SET confirmed_at = now(), confirm_token_hash = NULL
-          FROM organizations o
-          WHERE s.confirm_token_hash = ${crypto.hashSecret(token)} AND o.id = s.org_id
-          RETURNING o.slug AS "orgSlug", o.name AS "orgName"`.pipe(
-          decodeRows(SubscriptionPage),
-          Effect.map((rows) => Option.fromUndefinedOr(rows[0])),
-          Effect.orDie
+      /** The status page of the organization, named as the pages show it (tenancy's read). */
+      const pageOf = (orgId: string) =>
+        Effect.map(
+          organizationNameById(sql, orgId),
+          Option.map((org): SubscriptionPage => ({ orgSlug: org.slug, orgName: org.name }))
         )
+
+      const confirm = (token: string) =>
+        Effect.gen(function*() {
+          const [row] = yield* sql`
+            UPDATE subscribers SET confirmed_at = now(), confirm_token_hash = NULL
+            WHERE confirm_token_hash = ${crypto.hashSecret(token)}
+            RETURNING org_id`.pipe(decodeRows(SubscriberOrg))
+          return row === undefined ? Option.none() : yield* pageOf(row.org_id)
+        }).pipe(Effect.orDie)
 
       const unsubscribe = (token: string) =>
         Effect.gen(function*() {
           const payload = yield* signing.verify(token)
           if (payload === undefined || !payload.startsWith("unsub:")) return Option.none()
           const [row] = yield* sql`
-            DELETE FROM subscribers s USING organizations o
-            WHERE s.id = ${payload.slice("unsub:".length)} AND o.id = s.org_id
-            RETURNING o.slug AS "orgSlug", o.name AS "orgName"`.pipe(decodeRows(SubscriptionPage))
+            DELETE FROM subscribers WHERE id = ${payload.slice("unsub:".length)}
+            RETURNING org_id`.pipe(decodeRows(SubscriberOrg))
+          const page = row === undefined ? Option.none() : yield* pageOf(row.org_id)
           // A second click finds nothing left to delete, which is still a success.
-          return Option.some(row ?? { orgSlug: "", orgName: "" })
+          return Option.some(Option.getOrElse(page, (): SubscriptionPage => ({ orgSlug: "", orgName: "" })))
         }).pipe(Effect.orDie)
 
       return Subscriptions.of({ subscribe, confirm, unsubscribe })

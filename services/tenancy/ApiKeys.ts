@@ -1,5 +1,5 @@
-import { Clock, Context, Effect, Layer, Option, Schedule, Schema, Stream } from "effect"
-import { SqlClient, SqlSchema } from "effect/sql"
+import { Clock, Context, Effect, Layer, Option, Schedule, Stream } from "effect"
+import { SqlClient } from "effect/sql"
 import { Forbidden, NotFound, Unauthorized } from "../../schemas/platform/Errors.ts"
 import {
   ApiKeyRevokedEvent,
@@ -9,7 +9,6 @@ import {
   type CreatedApiKey,
   type Organization,
   OrgUpdatedEvent,
-  Plan,
   Role,
   scopesForRole,
   type User
@@ -17,8 +16,10 @@ import {
 import { Events, publish } from "../events/Events.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId, randomBase62 } from "../platform/Ids.ts"
-import { decodeRows, Int8 } from "../platform/Rows.ts"
-import { Tenancy, toOrganization, toUser } from "./Tenancy.ts"
+import { insertApiKey, keySummaries, principalByHash, recordLastUsed, revokeApiKey } from "./ApiKeyRows.ts"
+import { toOrganization } from "./OrganizationRows.ts"
+import { Tenancy } from "./Tenancy.ts"
+import { toUser } from "./UserRows.ts"
 
 /** Who is calling: the key, its organization and user, and what it may do. */
 export interface Principal {
@@ -32,43 +33,6 @@ export interface Principal {
 /** Secrets look like `cnp_<40 base62>`: only `[A-Za-z0-9_]`, as Sentry DSN keys require. */
 const secretPrefix = "cnp_"
 const secretPattern = /^cnp_[A-Za-z0-9]{40}$/
-
-/** A key of the organization's list, as selected below. */
-const KeySummaryRow = Schema.Struct({
-  id: Schema.String,
-  name: Schema.String,
-  scopes: Schema.Array(ApiScope),
-  username: Schema.String,
-  created_at: Schema.Date,
-  last_used_at: Schema.NullOr(Schema.Date),
-  revoked_at: Schema.NullOr(Schema.Date)
-})
-
-/** A live key with its organization, user and role, as selected on authentication. */
-const PrincipalRow = Schema.Struct({
-  key_id: Schema.String,
-  scopes: Schema.Array(ApiScope),
-  role: Role,
-  id: Schema.String,
-  slug: Schema.String,
-  org_name: Schema.String,
-  plan: Plan,
-  project_id: Schema.String,
-  requests_per_minute: Schema.NullOr(Schema.Number),
-  storage_limit_bytes: Schema.NullOr(Int8),
-  org_created_at: Schema.Date,
-  user_id: Schema.String,
-  username: Schema.String,
-  email: Schema.String,
-  user_name: Schema.NullOr(Schema.String),
-  user_created_at: Schema.Date
-})
-
-/** What creating a key reads back. */
-const CreatedRow = Schema.Struct({ created_at: Schema.Date })
-
-/** The organization of a key just revoked. */
-const RevokedRow = Schema.Struct({ org_id: Schema.String })
 
 /** Keys are stored as SHA-256 of the secret; the secret itself is shown once and never kept. */
 const hashSecret = sha256Hex
@@ -117,10 +81,14 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         const secret = secretPrefix + randomBase62(40)
         const id = makeId("key")
         const name = input.name ?? "default"
-        const rows = yield* sql`
-          INSERT INTO api_keys (id, org_id, user_id, name, secret_hash, scopes)
-          VALUES (${id}, ${org.id}, ${member.value.id}, ${name}, ${hashSecret(secret)}, ${scopes as Array<string>})
-          RETURNING created_at`.pipe(decodeRows(CreatedRow), Effect.orDie)
+        const rows = yield* insertApiKey(sql, {
+          id,
+          orgId: org.id,
+          userId: member.value.id,
+          name,
+          secretHash: hashSecret(secret),
+          scopes
+        }).pipe(Effect.orDie)
         return {
           id,
           key: secret,
@@ -141,17 +109,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
           }
         })
 
-      const listRows = SqlSchema.findAll({
-        Request: Schema.String,
-        Result: KeySummaryRow,
-        execute: (orgId) =>
-          sql`
-            SELECT k.id, k.name, k.scopes, u.username, k.created_at, k.last_used_at, k.revoked_at
-            FROM api_keys k JOIN users u ON u.id = k.user_id
-            WHERE k.org_id = ${orgId} ORDER BY k.created_at DESC`
-      })
       const list = Effect.fn("ApiKeys.list")(function*(orgId: string) {
-        const rows = yield* listRows(orgId).pipe(Effect.orDie)
+        const rows = yield* keySummaries(sql, orgId).pipe(Effect.orDie)
         return rows.map((row): ApiKeySummary => ({
           id: row.id,
           name: row.name,
@@ -165,10 +124,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
 
       const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string, options?: { readonly orgId?: string }) {
         const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* sql`
-            UPDATE api_keys SET revoked_at = coalesce(revoked_at, now())
-            WHERE id = ${keyId} ${options?.orgId === undefined ? sql`` : sql`AND org_id = ${options.orgId}`}
-            RETURNING org_id`.pipe(decodeRows(RevokedRow))
+          const rows = yield* revokeApiKey(sql, keyId, options?.orgId)
           // Other runners drop their cached lookup of this key when the event arrives.
           if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
           return rows
@@ -178,24 +134,8 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         return { orgId: rows[0].org_id }
       })
 
-      const findPrincipal = SqlSchema.findOneOption({
-        Request: Schema.String,
-        Result: PrincipalRow,
-        execute: (hash) =>
-          sql`
-            SELECT k.id AS key_id, k.scopes, m.role,
-                   o.id, o.slug, o.name AS org_name, o.plan, o.project_id::text AS project_id, o.requests_per_minute,
-                   o.storage_limit_bytes,
-                   o.created_at AS org_created_at,
-                   u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
-            FROM api_keys k
-            JOIN organizations o ON o.id = k.org_id
-            JOIN users u ON u.id = k.user_id
-            JOIN memberships m ON m.org_id = k.org_id AND m.user_id = k.user_id
-            WHERE k.secret_hash = ${hash} AND k.revoked_at IS NULL`
-      })
       const lookup = (hash: string) =>
-        findPrincipal(hash).pipe(
+        principalByHash(sql, hash).pipe(
           Effect.orDie,
           Effect.map(Option.map((row): Principal => ({
             keyId: row.key_id,
@@ -252,10 +192,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
         lastUsed.clear()
         const ids = entries.map(([id]) => id)
         const times = entries.map(([, at]) => new Date(at).toISOString())
-        yield* sql`
-          UPDATE api_keys k SET last_used_at = v.at::timestamptz
-          FROM unnest(${ids}::text[], ${times}::text[]) AS v(id, at)
-          WHERE k.id = v.id`.pipe(Effect.orDie)
+        yield* recordLastUsed(sql, ids, times).pipe(Effect.orDie)
       })
       yield* flushLastUsed.pipe(
         Effect.catchCause((cause) => Effect.logWarning("lastUsedAt flush failed", cause)),

@@ -6,9 +6,9 @@ import {
   type ClaimedDelivery,
   type ClaimedRow,
   type ClaimRequest,
+  logAndClaim,
   toClaimed
-} from "./DeliveryRows.ts"
-import { logAndClaim } from "./DeliveryStatements.ts"
+} from "./QueueRows.ts"
 
 /** One webhook's request: log these successful attempts, then claim its next due deliveries. */
 interface Request extends ClaimRequest {
@@ -40,7 +40,7 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
    * of the webhook, in queue order (earliest due first), that have attempts left
    * (`delays.length` attempts in all): for each, `attempts + 1` and `claimed_at = now` are
    * committed, so should the runner die before logging the attempt, its retry is due at
-   * `now + delays[attempts]` (see `DeliveryStatements.ts`). Empty when nothing is claimable
+   * `now + delays[attempts]` (see `QueueRows.ts`). Empty when nothing is claimable
    * (see `Deliveries.head`).
    */
   readonly recordAndClaim: (

@@ -11,34 +11,35 @@ import type {
 } from "../../schemas/webhooks/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
-  type AttemptRecord,
   type AttemptRow,
-  type ClaimedDelivery,
-  type DeliveryRow,
-  type NewDelivery,
-  type QueuedDelivery,
-  type SubscribedEvent,
-  toQueued
-} from "./DeliveryRows.ts"
-import {
   attemptsOf,
   deliveryPage,
-  failDelivery,
-  failPendingOf,
+  type DeliveryRow,
   findDelivery,
   insertDeliveries,
   insertMatched,
-  logAttempts,
+  type NewDelivery,
   notifyWebhooks,
   pruneDeliveries,
+  type SubscribedEvent,
+  subscribedWebhooks
+} from "./DeliveryRows.ts"
+import {
+  type AttemptRecord,
+  type ClaimedDelivery,
+  failDelivery,
+  failPendingOf,
+  logAttempts,
+  type QueuedDelivery,
   queueHead,
   releaseClaims,
-  subscribedWebhooks,
+  toQueued,
   webhooksWithPending
-} from "./DeliveryStatements.ts"
+} from "./QueueRows.ts"
 
-export type { AttemptRecord, ClaimedDelivery, NewDelivery, QueuedDelivery, SubscribedEvent } from "./DeliveryRows.ts"
-export { WEBHOOKS_CHANNEL } from "./DeliveryStatements.ts"
+export type { NewDelivery, SubscribedEvent } from "./DeliveryRows.ts"
+export { WEBHOOKS_CHANNEL } from "./DeliveryRows.ts"
+export type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./QueueRows.ts"
 
 const toDelivery = (row: DeliveryRow): Delivery => ({
   id: row.id,
@@ -80,7 +81,7 @@ export interface ListDeliveriesOptions {
 
 /**
  * The delivery queue and log of every webhook (tables `webhook_deliveries`, `webhook_queue`,
- * `webhook_attempts`; their statements are in `DeliveryStatements.ts`). Only the webhook's
+ * `webhook_attempts`; their statements are in `DeliveryRows.ts` and `QueueRows.ts`). Only the webhook's
  * entity claims and records attempts (see `Dispatcher`).
  */
 export class Deliveries extends Context.Service<Deliveries, {

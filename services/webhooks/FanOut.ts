@@ -1,16 +1,13 @@
-import { Clock, Context, Effect, Layer, Option, Schema } from "effect"
+import { Clock, Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { type Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/webhooks/Webhooks.ts"
 import type { DomainEvent } from "../events/Events.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { organizationSlugs } from "../tenancy/Tenancy.ts"
 import { Deliveries } from "./Deliveries.ts"
 import { type PayloadOrganization, type PayloadRepository, pingPayload, toWebhookEvent } from "./Payloads.ts"
 import { Webhooks, type WebhookScope } from "./Webhooks.ts"
-
-/** An organization's slug (tenancy's `organizations`, read for payloads). */
-const OrgSlugRow = Schema.Struct({ id: Schema.String, slug: Schema.String })
 
 /**
  * Turns events into queued deliveries: a domain event into one delivery per subscribed
@@ -40,9 +37,7 @@ export class FanOut extends Context.Service<FanOut, {
       const loadSlugs = Effect.fnUntraced(function*(orgIds: ReadonlyArray<string>) {
         const missing = [...new Set(orgIds)].filter((id) => !slugs.has(id))
         if (missing.length === 0) return
-        const rows = yield* sql`SELECT id, slug FROM organizations WHERE id IN ${sql.in(missing)}`.pipe(
-          decodeRows(OrgSlugRow)
-        )
+        const rows = yield* organizationSlugs(sql, missing)
         for (const row of rows) slugs.set(row.id, row.slug)
         for (const id of missing) if (!slugs.has(id)) slugs.set(id, id)
       })

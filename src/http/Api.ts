@@ -54,6 +54,9 @@ const Endpoints = HttpApi.make("canopy")
 export class CanopyApi extends Endpoints
   // Unknown body fields are a 400 naming them, not silently dropped (a typo like `frequncy`).
   .annotate(HttpApi.PayloadParseOptions, { onExcessProperty: "error" })
+  // Unknown query parameters too (`?page=2` must not answer the first page again); endpoints
+  // without a query Schema are checked at the edge (StrictQuery.ts).
+  .annotate(HttpApi.QueryParseOptions, { onExcessProperty: "error" })
   .annotateMerge(OpenApi.annotations({
     title: "Canopy API",
     version: pkg.version,

@@ -15,6 +15,7 @@ import { randomUUID } from "node:crypto"
 import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
+import { unexpectedQuery } from "./StrictQuery.ts"
 import { isUnavailable, unavailableRetryAfter } from "./Unavailable.ts"
 
 const mebibyte = 1024 * 1024
@@ -149,6 +150,11 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
           state
         )
       )
+    }
+    const queryAt = url.indexOf("?")
+    if (queryAt >= 0 && url.startsWith("/api/")) {
+      const refused = unexpectedQuery(request.method, url.slice(0, queryAt), url.slice(queryAt + 1))
+      if (refused !== undefined) return Effect.succeed(finish(refused, url, state))
     }
     let effect = Effect.provideService(httpEffect, RequestState, state)
     if (limit !== undefined) {

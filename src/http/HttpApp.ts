@@ -30,6 +30,7 @@ import { CodeOwnersHandlers } from "./pulls/CodeOwnersHandlers.ts"
 import { PullRequestsHandlers } from "./pulls/PullRequestsHandlers.ts"
 import { StatusAssets } from "./status/Assets.ts"
 import { ComponentsHandlers } from "./status/ComponentsHandlers.ts"
+import { PublicCorsMiddleware } from "./status/PublicCors.ts"
 import { PublicStatusRoutes } from "./status/PublicStatusRoutes.ts"
 import { StatusHandlers } from "./status/StatusHandlers.ts"
 import { StatusPages } from "./status/StatusPage.ts"
@@ -73,7 +74,8 @@ export const HttpAppLive = Layer.mergeAll(
   GitRoutes,
   RepoRedirects,
   EdgeMiddleware,
-  TrustedProxiesMiddleware
+  TrustedProxiesMiddleware,
+  PublicCorsMiddleware
 )
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(

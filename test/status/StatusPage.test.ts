@@ -106,7 +106,9 @@ describe("public status page", () => {
         expect(await web.locator("[data-status]").textContent()).toBe("Operational")
         const db = page.locator(`[data-component-id=${dbId}]`)
         expect(await db.locator("[data-status]").textContent()).toBe("Degraded Performance")
-        expect(await db.locator(".bar.minor").count()).toBe(1)
+        // Day 5's ten minutes, and today: the component is degraded right now.
+        expect(await db.locator(".bar.minor").count()).toBe(2)
+        expect(await db.locator(".bar").last().getAttribute("class")).toContain("minor")
         // Server-rendered incidents: the ongoing one with its timeline (newest first), the past one below.
         const ongoingCard = page.locator(`#active-incidents [data-incident-id=${ongoing.id}]`)
         expect(await ongoingCard.locator("h3").textContent()).toBe("Slow dashboard loading")

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
-import { queueHead } from "../../services/webhooks/DeliveryStatements.ts"
+import { queueHead } from "../../services/webhooks/QueueRows.ts"
 import { TestDatabase } from "../support/database.ts"
 
 /**

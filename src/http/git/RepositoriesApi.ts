@@ -6,6 +6,7 @@ import {
   CommitList,
   CommitsQuery,
   CreateRepository,
+  PageQuery,
   Repository,
   RepositoryList,
   TagList,
@@ -27,9 +28,13 @@ const tailParams = { ...repoParams, "*": Schema.String }
  */
 export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
   HttpApiEndpoint.get("list", "/", {
+    query: PageQuery,
     success: RepositoryList
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("List repositories", "The organization's live repositories, newest first. Scope `code:read`.")
+    docs(
+      "List repositories",
+      "The organization's live repositories, newest first, `limit` (default 100) from `offset`. Scope `code:read`."
+    )
   ),
   HttpApiEndpoint.post("create", "/", {
     payload: CreateRepository,
@@ -65,17 +70,26 @@ export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
   ),
   HttpApiEndpoint.get("branches", "/:org/:repo/branches", {
     params: repoParams,
+    query: PageQuery,
     success: BranchList,
     error: NotFound
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("List branches", "Branches with their commit, sorted by name. Scope `code:read`.")
+    docs(
+      "List branches",
+      "Branches with their commit, sorted by name, `limit` (default 100) from `offset`. Scope `code:read`."
+    )
   ),
   HttpApiEndpoint.get("tags", "/:org/:repo/tags", {
     params: repoParams,
+    query: PageQuery,
     success: TagList,
     error: NotFound
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("List tags", "Tags with the object they point at and the commit they peel to. Scope `code:read`.")
+    docs(
+      "List tags",
+      "Tags with the object they point at and the commit they peel to, sorted by name, `limit` (default 100) " +
+        "from `offset`. Scope `code:read`."
+    )
   ),
   HttpApiEndpoint.get("tree", "/:org/:repo/tree/*", {
     params: tailParams,
@@ -95,8 +109,12 @@ export class RepositoriesApi extends HttpApiGroup.make("repositories").add(
     params: repoParams,
     query: CommitsQuery,
     success: CommitList,
-    error: NotFound
+    error: [NotFound, ValidationError]
   }).annotate(RequiredScope, "code:read").annotateMerge(
-    docs("List commits", "The commit log of `ref` (default branch by default), newest first. Scope `code:read`.")
+    docs(
+      "List commits",
+      "The commit log of `ref` (default branch by default), newest first, `limit` (default 30) per page; " +
+        "`nextCursor` fetches the next page of the same walk, null on the last. Scope `code:read`."
+    )
   )
 ).prefix("/api/v1/code/repos").middleware(Authentication) {}

@@ -23,7 +23,7 @@ export const RepositoriesHandlers = HttpApiBuilder.group(
     const lifecycle = yield* RepositoryLifecycle
     const sender = Effect.map(CurrentPrincipal, (p) => ({ id: p.user.id, name: p.user.name ?? p.user.username }))
     return handlers.handleAll({
-      list: () => Effect.flatMap(CurrentPrincipal, (principal) => repos.list(principal.org.id)),
+      list: ({ query }) => Effect.flatMap(CurrentPrincipal, (principal) => repos.list(principal.org.id, query)),
       create: ({ payload }) => Effect.flatMap(CurrentPrincipal, (principal) => repos.create(principal.org, payload)),
       get: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.get(org, params.repo)),
       update: ({ params, payload }) =>
@@ -36,8 +36,8 @@ export const RepositoriesHandlers = HttpApiBuilder.group(
           const org = yield* ownOrg(params)
           return yield* lifecycle.remove(org, params.repo, yield* sender)
         }),
-      branches: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.branches(org, params.repo)),
-      tags: ({ params }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo)),
+      branches: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => repos.branches(org, params.repo, query)),
+      tags: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => repos.tags(org, params.repo, query)),
       tree: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.tree(org, params.repo, params["*"])),
       blob: ({ params }) => Effect.flatMap(ownOrg(params), (org) => reader.blob(org, params.repo, params["*"])),
       commits: ({ params, query }) => Effect.flatMap(ownOrg(params), (org) => reader.commits(org, params.repo, query))

@@ -1,40 +1,32 @@
 import { Effect, Layer } from "effect"
 import { HttpRouter, HttpServerResponse } from "effect/http"
+import { rendered, StatusCache } from "../../../services/status/StatusCache.ts"
 import { StatusSummary } from "../../../services/status/StatusSummary.ts"
 import { errorResponse } from "../ErrorResponse.ts"
+import { cachedResponse, SHORT_CACHE } from "./cachedResponse.ts"
 import { takePublicLimit } from "./publicAccess.ts"
 
-/** Any site may read the widget from a browser: no credentials, so `*` is safe. */
-const corsHeaders = {
-  "access-control-allow-origin": "*",
-  "access-control-expose-headers": "x-ratelimit-limit, x-ratelimit-remaining, x-ratelimit-reset, retry-after"
-}
-
-const path = "/api/v1/widget/:slug"
-
-/** `GET /api/v1/widget/{slug}`: the widget data (spec), CORS-enabled, 100 per minute per IP. */
-const widget = HttpRouter.add("GET", path, (request) =>
+/**
+ * `GET /api/v1/widget/{slug}`: the widget data (spec), from the runner's cache of rendered
+ * bytes, 100 per minute per IP. CORS (and its preflight) come from `PublicCors.ts`.
+ */
+const widget = HttpRouter.add("GET", "/api/v1/widget/:slug", (request) =>
   Effect.gen(function*() {
     const limit = yield* takePublicLimit("widget", request)
-    if (!limit.allowed) return HttpServerResponse.setHeaders(limit.rejection, corsHeaders)
+    if (!limit.allowed) return limit.rejection
     const { slug } = yield* HttpRouter.params
-    const data = yield* Effect.option((yield* StatusSummary).widget(slug ?? ""))
-    const response = data._tag === "Some"
-      ? HttpServerResponse.jsonUnsafe(data.value, { headers: { "cache-control": "public, max-age=30" } })
-      : errorResponse(404, "not_found", "No status page here")
-    return HttpServerResponse.setHeaders(response, { ...limit.headers, ...corsHeaders })
+    const cache = yield* StatusCache
+    const summaries = yield* StatusSummary
+    const entry = yield* Effect.option(Effect.flatMap(cache.organization(slug ?? ""), (org) =>
+      cache.get(
+        org.id,
+        "widget",
+        Effect.map(summaries.widget(org.slug), (data) => rendered(JSON.stringify(data), "application/json"))
+      )))
+    if (entry._tag === "None") {
+      return HttpServerResponse.setHeaders(errorResponse(404, "not_found", "No status page here"), limit.headers)
+    }
+    return cachedResponse(request, entry.value, SHORT_CACHE, limit.headers)
   }))
 
-/** The CORS preflight: not counted against the limit, cacheable by the browser for a day. */
-const preflight = HttpRouter.add("OPTIONS", path, () =>
-  Effect.succeed(HttpServerResponse.empty({
-    status: 204,
-    headers: {
-      ...corsHeaders,
-      "access-control-allow-methods": "GET, OPTIONS",
-      "access-control-allow-headers": "content-type, accept",
-      "access-control-max-age": "86400"
-    }
-  })))
-
-export const WidgetRoutes = Layer.mergeAll(widget, preflight)
+export const WidgetRoutes = Layer.mergeAll(widget)

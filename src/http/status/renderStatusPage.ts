@@ -1,19 +1,16 @@
-import type { Incident } from "../../../schemas/incidents/Incidents.ts"
 import type { OverallStatus, StatusSummary } from "../../../schemas/status/Status.ts"
+import type { UptimeDay } from "../../../services/status/UptimeBars.ts"
 import { escapeHtml, pageShell } from "../html.ts"
+import { incidentCard, incidentHistory, isScheduled, type PageIncident, statusLabel } from "./renderIncidents.ts"
 
 /**
  * The public status page as HTML (GUIDE §6), from data the route gathers. The markup
  * carries `data-*` hooks that `status.js` uses to apply live events without a reload; the
  * incident card markup is mirrored there (`incidentCard`), so keep the two in step.
  */
-type PageIncident = Pick<Incident, "id" | "title" | "status" | "severity" | "updates">
+export { incidentCard } from "./renderIncidents.ts"
 
-export interface UptimeDay {
-  readonly date: string
-  /** Percentage, or null without data. */
-  readonly uptime: number | null
-}
+export type { UptimeDay } from "../../../services/status/UptimeBars.ts"
 
 export interface PageRow {
   /** `component` rows group monitors; `monitor` rows stand alone (an organization without components). */
@@ -32,7 +29,13 @@ export interface StatusPageModel {
   readonly summary: StatusSummary
   readonly rows: ReadonlyArray<PageRow>
   readonly activeIncidents: ReadonlyArray<PageIncident>
+  /** Resolved incidents; those of the last `historyDays` days are shown, grouped by day. */
   readonly pastIncidents: ReadonlyArray<PageIncident>
+  /** Names of what each monitor belongs to on this page (its components, else its own name). */
+  readonly monitorNames?: ReadonlyMap<string, ReadonlyArray<string>> | undefined
+  /** Render time (epoch ms): places maintenance windows and the history. Default: now. */
+  readonly now?: number | undefined
+  readonly historyDays?: number | undefined
 }
 
 export const overallText: Record<OverallStatus, string> = {
@@ -53,25 +56,12 @@ const rowStatusText: Record<string, string> = {
   paused: "Paused"
 }
 
-const statusLabel: Record<string, string> = {
-  investigating: "Investigating",
-  identified: "Identified",
-  monitoring: "Monitoring",
-  resolved: "Resolved"
-}
-
-/** `2026-11-23 10:00 UTC`: readable, unambiguous, the same for every visitor. */
-const when = (iso: string) => `${iso.slice(0, 10)} ${iso.slice(11, 16)} UTC`
-
-const dayClass = (uptime: number | null) =>
-  uptime === null ? "none" : uptime >= 99.9 ? "good" : uptime >= 99 ? "minor" : uptime >= 95 ? "partial" : "major"
-
 const formatPercent = (value: number) => `${(Math.floor(value * 100) / 100).toFixed(2)}%`
 
 const bars = (days: ReadonlyArray<UptimeDay>) =>
   days.map((day) => {
     const label = day.uptime === null ? `${day.date}: no data` : `${day.date}: ${formatPercent(day.uptime)} uptime`
-    return `<span class="bar ${dayClass(day.uptime)}" title="${label}"></span>`
+    return `<span class="bar ${day.level}" title="${label}"></span>`
   }).join("")
 
 const row = (item: PageRow) =>
@@ -86,44 +76,39 @@ const row = (item: PageRow) =>
   }</span><span class="rule"></span><span>Today</span></div>
 </li>`
 
-export const incidentCard = (incident: PageIncident) => {
-  const updates = [...incident.updates].reverse().map((update) =>
-    `<li><strong>${escapeHtml(statusLabel[update.status] ?? update.status)}</strong> - ${
-      escapeHtml(update.message)
-    }<time datetime="${escapeHtml(update.createdAt)}">${when(update.createdAt)}</time></li>`
-  ).join("")
-  return `<article class="incident severity-${escapeHtml(incident.severity)} status-${
-    escapeHtml(incident.status)
-  }" data-incident-id="${escapeHtml(incident.id)}">
-<h3>${escapeHtml(incident.title)}</h3>
-<ol class="timeline">${updates}</ol>
-</article>`
-}
-
 const subscribeForm = (slug: string) =>
   `<section class="card subscribe" id="subscribe" hidden>
 <h2>Get e-mail notifications</h2>
 <p class="muted">We will e-mail you when an incident is created, updated or resolved. You can unsubscribe at any time.</p>
-<form id="subscribe-form" data-slug="${escapeHtml(slug)}">
+<form id="subscribe-form" data-slug="${escapeHtml(slug)}" novalidate>
 <label for="subscribe-email">E-mail address</label>
 <div class="field-row"><input id="subscribe-email" name="email" type="email" required autocomplete="email" placeholder="you@example.com">
 <button type="submit" class="button">Subscribe</button></div>
-<altcha-widget challenge="/api/v1/subscribe/challenge" name="altcha" auto="onfocus"></altcha-widget>
+<altcha-widget challenge="/api/v1/subscribe/challenge" name="altcha"></altcha-widget>
 <p class="form-message" id="subscribe-message" role="status"></p>
 </form>
 </section>`
 
 export const renderStatusPage = (model: StatusPageModel): string => {
   const overall = model.summary.overallStatus
-  const active = model.activeIncidents.map(incidentCard).join("")
-  const past = model.pastIncidents.length === 0
-    ? `<p class="muted" data-no-past>No incidents reported.</p>`
-    : model.pastIncidents.map(incidentCard).join("")
+  const now = model.now ?? Date.now()
+  const affects = (incident: PageIncident) => [
+    ...new Set((incident.affectedMonitors ?? []).flatMap((id) => model.monitorNames?.get(id) ?? []))
+  ]
+  const scheduled = model.activeIncidents.filter(isScheduled)
+  const maintenance = [...scheduled].sort((a, b) => a.scheduledFor!.localeCompare(b.scheduledFor!)).map((incident) =>
+    incidentCard(incident, affects(incident), now)
+  ).join("")
+  const active = model.activeIncidents.filter((incident) => !isScheduled(incident)).map((incident) =>
+    incidentCard(incident, affects(incident), now)
+  ).join("")
+  const past = incidentHistory(model.pastIncidents, affects, now, model.historyDays ?? 90)
   return pageShell({
     title: `${model.orgName} Status`,
     head: `<link rel="alternate" type="application/rss+xml" title="${
       escapeHtml(model.orgName)
     } incidents" href="/api/v1/feed/${escapeHtml(model.slug)}">
+<link rel="icon" href="/status-assets/favicon.svg" type="image/svg+xml">
 <script type="module" src="/status-assets/altcha.js"></script>
 <script type="application/json" id="status-labels">${
       // `<` escaped so no label can close the script element.
@@ -140,14 +125,17 @@ export const renderStatusPage = (model: StatusPageModel): string => {
 </div></header>
 <main class="container" data-slug="${escapeHtml(model.slug)}">
 ${subscribeForm(model.slug)}
-<section class="overall status-${overall}" id="overall" data-overall="${overall}">
+<section class="overall status-${overall}" id="overall" data-overall="${overall}" data-live-section="overall">
 <span class="overall-icon" aria-hidden="true"></span><h1 data-overall-text>${overallText[overall]}</h1>
 <span class="live" id="live-indicator" title="Updates arrive live">Live</span>
 </section>
-<section id="active-incidents" class="incidents">${active}</section>
+<section id="active-incidents" class="incidents" data-live-section="active">${active}</section>
+<section id="maintenance" class="incidents maintenance" data-live-section="maintenance">${
+      maintenance === "" ? "" : `<h2>Scheduled maintenance</h2>${maintenance}`
+    }</section>
 <section class="card">
 <div class="card-head"><h2>System status</h2><span class="muted">Uptime over the past 90 days</span></div>
-<ul class="rows">${
+<ul class="rows" data-live-section="rows">${
       model.rows.length === 0
         ? `<li class="row muted">No monitors are published yet.</li>`
         : model.rows.map(row).join("")
@@ -159,7 +147,7 @@ ${subscribeForm(model.slug)}
 </section>
 <section class="past">
 <h2>Past incidents</h2>
-<div id="past-incidents">${past}</div>
+<div id="past-incidents" data-live-section="past">${past}</div>
 </section>
 </main>
 <footer class="container footer"><a href="/api/v1/feed/${

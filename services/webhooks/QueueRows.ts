@@ -1,30 +1,15 @@
 import { PgTypes } from "@effect/sql-pg"
-import { Effect } from "effect"
+import { Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { DeliveryStatus } from "../../schemas/webhooks/Webhooks.ts"
-import { makeId } from "../platform/Ids.ts"
 import { pgArray as column } from "../platform/PgArrayParam.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import {
-  type AttemptRecord,
-  AttemptRow,
-  type ClaimedDelivery,
-  ClaimedRow,
-  type ClaimRequest,
-  DeletedRow,
-  DeliveryRow,
-  MatchRow,
-  type NewDelivery,
-  PendingRow,
-  QueuedRow,
-  type SubscribedEvent,
-  TotalRow
-} from "./DeliveryRows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
- * Every statement on `webhook_deliveries`, `webhook_queue` and `webhook_attempts` (the tables'
- * one owner), run by `Deliveries` (one webhook at a time) and `AttemptBatcher` (many webhooks
- * in one statement) on their connection; rows come back decoded (see `DeliveryRows.ts`).
+ * The queue of pending webhook deliveries: claims, retries and the attempts' log writes, on
+ * `webhook_deliveries`, `webhook_queue` and `webhook_attempts` (the tables' one owner), run
+ * by `Deliveries` (one webhook at a time) and `AttemptBatcher` (many webhooks in one
+ * statement) on their connection; rows come back decoded with the Schemas below.
  *
  * A pending delivery is queued work and `next_attempt_at` its durable timer; `webhook_queue`
  * holds a copy of `(webhook_id, next_attempt_at, seq)` of every pending delivery, written in
@@ -34,96 +19,106 @@ import {
  * Logging a failed attempt moves `next_attempt_at` to its retry and ends the claim.
  */
 
-/** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
-export const WEBHOOKS_CHANNEL = "canopy_webhooks"
+/** Epoch milliseconds computed in SQL (`extract(epoch FROM …) * 1000`: a `numeric`). */
+const EpochMs = Schema.NumberFromString
 
-/* Queueing. */
+/** The head of a webhook's queue, due at `due_at`. */
+export const QueuedRow = Schema.Struct({
+  seq: Int8,
+  id: Schema.String,
+  event: Schema.String,
+  payload: Schema.String,
+  attempts: Schema.Int,
+  due_at: EpochMs
+})
 
-/** Queues deliveries due at `iso`, unless their webhook is gone; the rows queued. */
-export const insertDeliveries = (
-  sql: SqlClient.SqlClient,
-  rows: ReadonlyArray<NewDelivery & { readonly id: string }>,
-  iso: string
-) =>
-  sql`
-    WITH inserted AS (
-      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
-      SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
-      FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-        AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
-      -- No foreign key (0019): the lock keeps a concurrent delete of the webhook behind this commit.
-      JOIN webhooks w ON w.id = r."webhookId"
-      FOR KEY SHARE OF w
-      RETURNING *
-    ), queue AS (
-      INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
-      SELECT webhook_id, next_attempt_at, seq FROM inserted
-    )
-    SELECT * FROM inserted`.pipe(decodeRows(DeliveryRow))
+/** A delivery claimed for request `n` of a batched claim; its queue time and the claim it replaced. */
+export const ClaimedRow = Schema.Struct({
+  n: Schema.Int,
+  seq: Int8,
+  id: Schema.String,
+  event: Schema.String,
+  payload: Schema.String,
+  attempts: Schema.Int,
+  was_due: EpochMs,
+  was_claimed: Schema.NullOr(EpochMs)
+})
+export type ClaimedRow = typeof ClaimedRow.Type
 
-/** Wakes the runners of `webhookIds` after commit (NOTIFY is transactional). */
-export const notifyWebhooks = (sql: SqlClient.SqlClient, webhookIds: ReadonlyArray<string>) =>
-  sql`
-    SELECT pg_notify(${WEBHOOKS_CHANNEL}, id)
-    FROM jsonb_array_elements_text(${JSON.stringify(webhookIds)}::jsonb) AS id`
+/** A webhook with pending deliveries, and the earliest one's due time. */
+export const PendingRow = Schema.Struct({ webhook_id: Schema.String, due_at: EpochMs })
 
-/**
- * Every active webhook of each event's scope subscribed to it (or to `*`), in event order and
- * then the webhooks' creation order, locked against a delete until commit.
- */
-export const subscribedWebhooks = (sql: SqlClient.SqlClient, events: ReadonlyArray<SubscribedEvent>) => {
-  const scopes = events.map(({ event, orgId, repoId }, n) => ({ n, orgId, repoId, event }))
-  return sql`
-    WITH e AS (
-      SELECT * FROM jsonb_to_recordset(${JSON.stringify(scopes)}::jsonb)
-        AS e(n integer, "orgId" text, "repoId" text, event text)
-    ), w AS (
-      -- Deliveries have no foreign key (0019): a webhook deleted meanwhile waits for this
-      -- transaction, then its delete removes what it queued. One lock per webhook and batch.
-      SELECT id, org_id, repo_id, events, created_at FROM webhooks
-      WHERE org_id IN (SELECT "orgId" FROM e) AND is_active
-      FOR KEY SHARE
-    )
-    SELECT e.n, w.id AS "webhookId"
-    FROM e JOIN w ON w.org_id = e."orgId" AND w.repo_id IS NOT DISTINCT FROM e."repoId"
-      AND w.events && ARRAY[e.event, '*']::text[]
-    ORDER BY e.n, w.created_at, w.id`.pipe(decodeRows(MatchRow))
+export interface AttemptRecord {
+  readonly seq: number
+  readonly attempt: number
+  readonly startedAt: Date
+  readonly durationMs: number
+  readonly request: {
+    readonly headers: Readonly<Record<string, string>>
+    /** The logged body; null when it is exactly the delivery's payload (stored once, with the delivery). */
+    readonly body: string | null
+  }
+  readonly response: {
+    readonly statusCode: number
+    readonly headers: Readonly<Record<string, string>>
+    readonly body: string
+  } | null
+  readonly error: string | null
+  /** The delivery's status after this attempt. */
+  readonly status: DeliveryStatus
+  /** When the next attempt is due (status pending). */
+  readonly retryAt: Date | null
 }
 
-/**
- * Queues one delivery of event `n` per match, due at `iso`, in the matches' order, and wakes
- * their webhooks' runners after commit.
- */
-export const insertMatched = (
-  sql: SqlClient.SqlClient,
-  events: ReadonlyArray<SubscribedEvent>,
-  matches: ReadonlyArray<typeof MatchRow.Type>,
-  iso: string
-) => {
-  // Each payload travels once, however many webhooks get it; rows go in in queue order.
-  // Typed arrays, not a JSON document: the payloads (JSON text) are not escaped and parsed again.
-  const ids = matches.map(() => makeId("delivery"))
-  const used = [...new Set(matches.map((match) => match.n))]
-  const { OID } = PgTypes
-  return sql`
-    WITH queued AS (
-      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
-      SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
-      FROM unnest(${column(ids, OID.text)}::text[],
-        ${column(matches.map((match) => match.webhookId), OID.text)}::text[],
-        ${column(matches.map((match) => match.n), OID.int4)}::int4[]) WITH ORDINALITY AS r(id, w, n, k)
-      JOIN unnest(${column(used, OID.int4)}::int4[],
-        ${column(used.map((n) => events[n].event), OID.text)}::text[],
-        ${column(used.map((n) => events[n].payload), OID.text)}::text[]) AS p(n, event, payload)
-        ON p.n = r.n
-      ORDER BY r.k
-      RETURNING webhook_id, next_attempt_at, seq
-    ), queue AS (
-      INSERT INTO webhook_queue (webhook_id, next_attempt_at, seq)
-      SELECT webhook_id, next_attempt_at, seq FROM queued
-    )
-    SELECT pg_notify(${WEBHOOKS_CHANNEL}, webhook_id) FROM (SELECT DISTINCT webhook_id FROM queued) AS woken`
+/** One webhook's claim in a batched claim: up to `limit` deliveries due at `now` (ms). */
+export interface ClaimRequest {
+  readonly webhookId: string
+  readonly now: number
+  readonly delays: ReadonlyArray<number>
+  readonly limit: number
 }
+
+/** The head of a webhook's queue. */
+export interface QueuedDelivery {
+  readonly seq: number
+  readonly id: string
+  readonly event: string
+  readonly payload: string
+  readonly attempts: number
+  readonly dueAt: number
+}
+
+export const toQueued = (row: typeof QueuedRow.Type): QueuedDelivery => ({
+  seq: row.seq,
+  id: row.id,
+  event: row.event,
+  payload: row.payload,
+  attempts: row.attempts,
+  dueAt: Math.round(row.due_at)
+})
+
+/**
+ * A claimed attempt: `dueAt` is the claim's time; `wasDueAt` the delivery's place in the queue
+ * (`next_attempt_at`); `wasClaimedAt` the claim it replaced (a runner died during that attempt).
+ */
+export interface ClaimedDelivery extends QueuedDelivery {
+  readonly wasDueAt: number
+  readonly wasClaimedAt: number | null
+}
+
+/** Rows of a claim, in queue order. */
+export const toClaimed = (rows: ReadonlyArray<ClaimedRow>, now: number): ReadonlyArray<ClaimedDelivery> =>
+  rows.map((row) => ({
+    seq: row.seq,
+    id: row.id,
+    event: row.event,
+    payload: row.payload,
+    attempts: row.attempts,
+    // The claimed attempt is due now (the row's timer already points at the retry after it).
+    dueAt: now,
+    wasDueAt: row.was_due,
+    wasClaimedAt: row.was_claimed
+  })).sort((a, b) => a.wasDueAt - b.wasDueAt || a.seq - b.seq)
 
 /* Claims and the attempt log. */
 
@@ -335,54 +330,3 @@ export const webhooksWithPending = (sql: SqlClient.SqlClient) =>
   sql`
     SELECT webhook_id, extract(epoch FROM min(next_attempt_at)) * 1000 AS due_at
     FROM webhook_queue GROUP BY webhook_id`.pipe(decodeRows(PendingRow))
-
-/* The log. */
-
-/** A page of a webhook's deliveries, newest first, and how many match (two statements at once). */
-export const deliveryPage = (
-  sql: SqlClient.SqlClient,
-  webhookId: string,
-  page: { readonly status: DeliveryStatus | undefined; readonly limit: number; readonly offset: number }
-) => {
-  const filter = page.status === undefined ? sql.literal("") : sql`AND status = ${page.status}`
-  return Effect.all([
-    sql`
-      SELECT * FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}
-      ORDER BY seq DESC LIMIT ${page.limit} OFFSET ${page.offset}`.pipe(decodeRows(DeliveryRow)),
-    sql`
-      SELECT count(*) AS total FROM webhook_deliveries WHERE webhook_id = ${webhookId} ${filter}`.pipe(
-      decodeRows(TotalRow)
-    )
-  ], { concurrency: 2 })
-}
-
-/** A webhook's delivery (none, or one row). */
-export const findDelivery = (sql: SqlClient.SqlClient, webhookId: string, deliveryId: string) =>
-  sql`SELECT * FROM webhook_deliveries WHERE id = ${deliveryId} AND webhook_id = ${webhookId}`.pipe(
-    decodeRows(DeliveryRow)
-  )
-
-/** The attempts logged for a delivery, in order. */
-export const attemptsOf = (sql: SqlClient.SqlClient, seq: number) =>
-  sql`SELECT * FROM webhook_attempts WHERE delivery_seq = ${seq} ORDER BY attempt`.pipe(decodeRows(AttemptRow))
-
-/**
- * Deletes finished deliveries older than their organization's plan's retention (days by plan),
- * their attempts with them (a trigger); how many.
- */
-export const pruneDeliveries = (
-  sql: SqlClient.SqlClient,
-  retentionDays: Readonly<Record<string, number>>,
-  now: number
-) => {
-  const plans = Object.entries(retentionDays).map(([plan, days]) => ({ plan, days }))
-  return sql`
-    WITH doomed AS (
-      DELETE FROM webhook_deliveries d USING webhooks w, organizations o,
-        jsonb_to_recordset(${JSON.stringify(plans)}::jsonb) AS r(plan text, days integer)
-      WHERE w.id = d.webhook_id AND o.id = w.org_id AND r.plan = o.plan
-        AND d.status <> 'pending'
-        AND d.created_at < ${new Date(now).toISOString()}::timestamptz - make_interval(days => r.days)
-      RETURNING 1
-    ) SELECT count(*) AS deleted FROM doomed`.pipe(decodeRows(DeletedRow), Effect.map((rows) => rows[0].deleted))
-}

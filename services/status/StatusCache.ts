@@ -1,0 +1,214 @@
+import { Cause, Context, Deferred, Effect, Layer, Scope, Stream } from "effect"
+import { createHash } from "node:crypto"
+import type { NotFound } from "../../schemas/platform/Errors.ts"
+import { ComponentChangedEvent } from "../../schemas/status/Components.ts"
+import { type DomainEvent, Events } from "../events/Events.ts"
+import type { OrganizationName } from "../tenancy/Tenancy.ts"
+import { StatusSummary } from "./StatusSummary.ts"
+
+/**
+ * The per-runner cache of the public status surface's rendered bytes (summary, widget,
+ * feed, badge, HTML page), so that an outage's crowd of visitors costs no query per
+ * request. An entry belongs to one organization and is dropped by every domain event that
+ * changes what it shows (monitor status, monitor or component edits, incidents); events
+ * reach every runner through `Events.live`, within the outbox's wake-up time.
+ *
+ * Uptime figures and `lastUpdated` move without an event, so an entry also ages: after
+ * `freshMs` the next request still gets it at once while one background computation
+ * replaces it (stale-while-revalidate inside the runner, as a CDN would do in front).
+ * Concurrent misses share one computation; a computation that an invalidating event
+ * overtook is handed to its waiters but not kept.
+ */
+
+/** One rendered answer: its status, bytes, media type and strong ETag. */
+export interface Rendered {
+  readonly status: number
+  readonly body: Uint8Array
+  readonly contentType: string
+  readonly etag: string
+}
+
+/** A strong ETag of the bytes (the bytes are the representation: no encoding varies them). */
+export const strongEtag = (body: Uint8Array): string =>
+  `"${createHash("sha256").update(body).digest("base64url").slice(0, 27)}"`
+
+export const rendered = (body: string | Uint8Array, contentType: string, status = 200): Rendered => {
+  const bytes = typeof body === "string" ? Buffer.from(body) : body
+  return { status, body: bytes, contentType, etag: strongEtag(bytes) }
+}
+
+/** Domain events after which an organization's public status may read differently. */
+export const STATUS_EVENTS: ReadonlySet<string> = new Set([
+  "monitor.status",
+  "monitor.changed",
+  "incident.created",
+  "incident.updated",
+  "incident.resolved",
+  "incident.deleted",
+  ComponentChangedEvent.type,
+  "organization.updated"
+])
+
+export interface StatusCacheOptions {
+  /** How long an entry is served without a refresh (default 5 s). */
+  readonly freshMs?: number | undefined
+  /** How long past that a stale entry may still be served while it refreshes (default 60 s). */
+  readonly staleMs?: number | undefined
+  /** Entries kept at most (default 20,000): the oldest organization's are dropped first. */
+  readonly maxOrganizations?: number | undefined
+}
+
+const MAX_KEYS_PER_ORG = 500
+
+interface Entry<A> {
+  readonly generation: number
+  readonly at: number
+  readonly value: Deferred.Deferred<A, unknown>
+  settled: A | undefined
+  refreshing: boolean
+}
+
+export class StatusCache extends Context.Service<StatusCache, {
+  /**
+   * The cached `key` of organization `orgId`, computing it with `compute` on a miss (one
+   * computation for every concurrent caller). Failures are not kept.
+   */
+  get<E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>): Effect.Effect<Rendered, E, R>
+  /** The organization behind a public slug, cached like the renderings. */
+  organization(slug: string): Effect.Effect<OrganizationName, NotFound>
+  /** Drops an organization's entries (what an invalidating event does). */
+  invalidate(orgId: string): Effect.Effect<void>
+}>()("canopy/status/StatusCache") {
+  static readonly layerWith = (options: StatusCacheOptions = {}) =>
+    Layer.effect(
+      StatusCache,
+      Effect.gen(function*() {
+        const events = yield* Events
+        const summaries = yield* StatusSummary
+        const scope = yield* Effect.scope
+        const freshMs = options.freshMs ?? 5_000
+        const staleMs = options.staleMs ?? 60_000
+        const maxOrganizations = options.maxOrganizations ?? 20_000
+
+        const byOrg = new Map<string, Map<string, Entry<unknown>>>()
+        const generations = new Map<string, number>()
+        const orgs = new Map<string, Entry<OrganizationName>>()
+
+        const invalidateNow = (orgId: string) => {
+          generations.set(orgId, (generations.get(orgId) ?? 0) + 1)
+          byOrg.delete(orgId)
+        }
+        const clearAll = () => {
+          for (const orgId of byOrg.keys()) generations.set(orgId, (generations.get(orgId) ?? 0) + 1)
+          byOrg.clear()
+          orgs.clear()
+        }
+
+        const lookup = <A, E, R>(
+          table: Map<string, Entry<unknown>>,
+          key: string,
+          generation: () => number,
+          compute: Effect.Effect<A, E, R>
+        ): Effect.Effect<A, E, R> =>
+          Effect.suspend(() => {
+            const now = Date.now()
+            const entry = table.get(key) as Entry<A> | undefined
+            if (entry !== undefined && entry.generation === generation()) {
+              const age = now - entry.at
+              if (age < freshMs || entry.settled === undefined) {
+                return Deferred.await(entry.value) as Effect.Effect<A, E>
+              }
+              if (age < freshMs + staleMs) {
+                if (!entry.refreshing) {
+                  entry.refreshing = true
+                  return Effect.as(Effect.forkIn(start(table, key, generation, compute, true), scope), entry.settled)
+                }
+                return Effect.succeed(entry.settled)
+              }
+            }
+            return start(table, key, generation, compute)
+          })
+
+        const start = <A, E, R>(
+          table: Map<string, Entry<unknown>>,
+          key: string,
+          generation: () => number,
+          compute: Effect.Effect<A, E, R>,
+          background = false
+        ): Effect.Effect<A, E, R> =>
+          Effect.suspend(() => {
+            const value = Deferred.makeUnsafe<A, unknown>()
+            const previous = table.get(key) as Entry<A> | undefined
+            const entry: Entry<A> = {
+              generation: generation(),
+              at: Date.now(),
+              value,
+              settled: undefined,
+              refreshing: false
+            }
+            // A background refresh leaves the stale entry in place until its result is ready.
+            if (!background) table.set(key, entry as Entry<unknown>)
+            return compute.pipe(
+              Effect.onExit((exit) =>
+                Effect.sync(() => {
+                  Deferred.doneUnsafe(value, exit)
+                  const current = table.get(key)
+                  if (exit._tag === "Success" && entry.generation === generation()) {
+                    entry.settled = exit.value
+                    table.set(key, entry as Entry<unknown>)
+                  } else if (current === entry || current === previous) {
+                    table.delete(key)
+                  }
+                })
+              )
+            )
+          })
+
+        const get = <E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>) =>
+          Effect.suspend(() => {
+            let table = byOrg.get(orgId)
+            if (table === undefined) {
+              if (byOrg.size >= maxOrganizations) byOrg.delete(byOrg.keys().next().value!)
+              byOrg.set(orgId, table = new Map())
+            } else if (table.size >= MAX_KEYS_PER_ORG && !table.has(key)) {
+              // Badge labels are the caller's: bound what one organization can hold.
+              table.delete(table.keys().next().value!)
+            }
+            return lookup(table, key, () => generations.get(orgId) ?? 0, compute)
+          })
+
+        const organization = (slug: string) =>
+          Effect.suspend(() => {
+            if (orgs.size >= maxOrganizations) orgs.delete(orgs.keys().next().value!)
+            return lookup(orgs as Map<string, Entry<unknown>>, slug, () => 0, summaries.organization(slug))
+          })
+
+        const onEvent = (event: DomainEvent) => {
+          if (event.orgId !== null && STATUS_EVENTS.has(event.type)) invalidateNow(event.orgId)
+          // The organization's own name (and logo) are cached with its slug.
+          if (event.type === "organization.updated") orgs.clear()
+        }
+
+        yield* events.live.pipe(
+          Stream.runForEach((event) => Effect.sync(() => onEvent(event))),
+          Effect.catchCause((cause) =>
+            Cause.hasInterruptsOnly(cause)
+              ? Effect.failCause(cause)
+              // Events were lost: nothing cached can be trusted any more.
+              : Effect.sync(clearAll)
+          ),
+          Effect.forever,
+          Effect.forkIn(scope)
+        )
+        yield* Scope.addFinalizer(scope, Effect.sync(clearAll))
+
+        return StatusCache.of({
+          get,
+          organization,
+          invalidate: (orgId) => Effect.sync(() => invalidateNow(orgId))
+        })
+      })
+    )
+
+  static readonly layer = StatusCache.layerWith()
+}
