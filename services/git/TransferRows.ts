@@ -1,9 +1,8 @@
-import { Effect, Option, Schema } from "effect"
+import { Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import type { Transfer } from "../../schemas/git/Lifecycle.ts"
 import { TransferState } from "../../schemas/git/Lifecycle.ts"
-import { Role } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
@@ -90,20 +89,3 @@ export const decideTransfer = (
   sql`
     UPDATE repo_transfers SET state = ${decision.state}, decided_by = ${decision.by}, decided_at = ${decision.now}
     WHERE id = ${id}`
-
-const OrgRole = Schema.Struct({ id: Schema.String, slug: Schema.String, role: Schema.NullOr(Role) })
-
-/** An organization by slug with the user's role in it (null: not a member); none if no such organization. */
-export const organizationWithRole = (sql: SqlClient.SqlClient, slug: string, userId: string) =>
-  sql`
-    SELECT o.id, o.slug, m.role FROM organizations o
-    LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId}
-    WHERE o.slug = ${slug}`.pipe(decodeRows(OrgRole), Effect.map((rows) => Option.fromNullishOr(rows[0])))
-
-/** The user's role in an organization by id (null: not a member). */
-export const roleIn = (sql: SqlClient.SqlClient, orgId: string, userId: string) =>
-  sql`SELECT o.id, o.slug, m.role FROM organizations o
-    LEFT JOIN memberships m ON m.org_id = o.id AND m.user_id = ${userId} WHERE o.id = ${orgId}`.pipe(
-    decodeRows(OrgRole),
-    Effect.map((rows) => rows[0]?.role ?? null)
-  )

@@ -9,6 +9,7 @@ import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import { PullRequests } from "../pulls/PullRequests.ts"
 import { lifecycle } from "../tenancy/Plans.ts"
+import { organizationNameBySlug, roleInOrganization } from "../tenancy/Tenancy.ts"
 import { Webhooks } from "../webhooks/Webhooks.ts"
 import { Repositories } from "./Repositories.ts"
 import { dropRedirect, insertRedirect, moveRepositoryRow } from "./RepositoryRows.ts"
@@ -19,8 +20,6 @@ import {
   findTransfers,
   insertTransfer,
   lockTransfer,
-  organizationWithRole,
-  roleIn,
   stateAt,
   toTransfer,
   type TransferRow
@@ -87,12 +86,15 @@ export class Transfers extends Context.Service<Transfers, {
             return yield* new Forbidden({ message: "Transferring a repository needs an owner or admin" })
           }
           const repo = yield* repos.record(actor.orgId, repoSlug)
-          const target = yield* organizationWithRole(sql, targetOrg, actor.userId).pipe(Effect.orDie)
+          const target = yield* organizationNameBySlug(sql, targetOrg).pipe(Effect.orDie)
+          const targetRole = Option.isNone(target)
+            ? null
+            : yield* roleInOrganization(sql, target.value.id, actor.userId).pipe(Effect.orDie)
           // Not a member of the target, or no such organization: 404 alike (existence does not leak).
-          if (Option.isNone(target) || target.value.role === null) {
+          if (Option.isNone(target) || targetRole === null) {
             return yield* new NotFound({ message: `Organization '${targetOrg}' not found` })
           }
-          if (!isAdmin(target.value.role)) {
+          if (!isAdmin(targetRole)) {
             return yield* new Forbidden({ message: `Transferring needs an owner or admin of '${targetOrg}' too` })
           }
           if (target.value.id === actor.orgId) {
@@ -171,8 +173,8 @@ export class Transfers extends Context.Service<Transfers, {
           if (Option.isNone(pending)) return "not pending" as const
           const fresh = pending.value
           // The requester may have lost a role since: both sides must still hold it.
-          const fromRole = yield* roleIn(sql, fresh.from_org_id, fresh.requested_by)
-          const toRole = yield* roleIn(sql, fresh.to_org_id, fresh.requested_by)
+          const fromRole = yield* roleInOrganization(sql, fresh.from_org_id, fresh.requested_by)
+          const toRole = yield* roleInOrganization(sql, fresh.to_org_id, fresh.requested_by)
           if (!isAdmin(fromRole) || !isAdmin(toRole)) return "requester lost a role" as const
           if (Option.isSome(yield* repos.find(fresh.to_org_slug, fresh.repo_slug))) return "name taken" as const
           const standing = yield* withSql(storageStanding(fresh.to_org_id))

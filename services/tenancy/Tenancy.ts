@@ -33,7 +33,8 @@ export {
   memberIds,
   membersByUsername,
   memberUsernamesByEmail,
-  ownerEmails
+  ownerEmails,
+  roleInOrganization
 } from "./MembershipRows.ts"
 export {
   type OrganizationName,
