@@ -2,6 +2,7 @@ import { Layer } from "effect"
 import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
+import { LifecycleLive } from "../services/git/LifecycleLive.ts"
 import { Incidents } from "../services/incidents/Incidents.ts"
 import { IssuesLive } from "../services/issues/IssuesLive.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
@@ -38,6 +39,7 @@ import { CiTriggers } from "../src/entities/ci/CiTriggers.ts"
 import { CiWorker } from "../src/entities/ci/CiWorker.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
 import { RepositoryEntityLayer } from "../src/entities/git/RepositoryEntity.ts"
+import { TrashPurgeCron } from "../src/entities/git/TrashPurgeCron.ts"
 import { MonitorSchedulingLive } from "../src/entities/monitors/MonitorScheduling.ts"
 import { IngestStreamEntityLayer } from "../src/entities/observe/IngestStreamEntity.ts"
 import { SpikeMailer } from "../src/entities/observe/SpikeMailer.ts"
@@ -85,6 +87,7 @@ export const AppLive = (config: AppConfigShape) => {
     IngestStreamEntityLayer,
     SpikeMailer,
     RepositoryEntityLayer,
+    TrashPurgeCron,
     WebhookDelivery,
     PullRequestLive(),
     CiTriggers,
@@ -107,6 +110,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(AiLive),
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
+    Layer.provideMerge(LifecycleLive),
     Layer.provideMerge(PullsLive),
     Layer.provideMerge(IssuesLive),
     Layer.provideMerge(CiLive),

@@ -81,7 +81,9 @@ export const UpdateRepository = Schema.Struct({
   visibility: Schema.optional(Visibility),
   defaultBranch: Schema.optional(BranchName),
   allowForking: Schema.optional(Schema.Boolean),
-  stalePullRequests: Schema.optionalKey(StalePullRequestsPatch)
+  stalePullRequests: Schema.optionalKey(StalePullRequestsPatch),
+  /** Read-only when true (GUIDE §16): fetches work, every write answers 409; open pull requests close. */
+  archived: Schema.optional(Schema.Boolean)
 })
 export type UpdateRepository = typeof UpdateRepository.Type
 

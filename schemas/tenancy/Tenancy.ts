@@ -48,6 +48,8 @@ export const Organization = Schema.Struct({
   plan: Plan,
   projectId: Schema.Int,
   requestsPerMinute: Schema.Int,
+  /** Storage of packs + LFS the organization may use: the plan's, or the admin API's override. */
+  storageLimitBytes: Schema.Number,
   createdAt: Schema.String
 })
 export type Organization = typeof Organization.Type
@@ -76,6 +78,10 @@ export const UpdateOrganization = Schema.Struct({
   /** Per-organization override of the plan's request quota (enterprise contracts); null restores the plan's. */
   requestsPerMinute: Schema.optional(
     Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: 100_000_000 })))
+  ),
+  /** Per-organization storage in bytes (Enterprise's "100 GB+"); null restores the plan's. */
+  storageLimitBytes: Schema.optional(
+    Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })))
   )
 })
 export type UpdateOrganization = typeof UpdateOrganization.Type

@@ -10,20 +10,16 @@ import { pipeline } from "node:stream/promises"
 import type { LfsAction, LfsBatchRequest, LfsBatchResponse, LfsObjectResult } from "../../schemas/git/Lfs.ts"
 import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { BlobStore } from "../storage/BlobStore.ts"
+import { perPlan } from "../tenancy/Plans.ts"
 import { recordObject, storedObjects } from "./LfsObjectRows.ts"
 import { fileStream, GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { storageStanding } from "./StorageQuota.ts"
 
-const MiB = 1024 * 1024
+/** Largest LFS object per plan, from the plan table. */
+export const lfsMaxFileBytes = perPlan((p) => p.maxFileBytes)
 
-/** Largest LFS object per plan (spec 001 "Limits": Free 25 MB, Pro 100 MB, Enterprise 250 MB; Hobby as Free). */
-export const lfsMaxFileBytes: Record<Plan, number> = {
-  free: 25 * MiB,
-  hobby: 25 * MiB,
-  pro: 100 * MiB,
-  enterprise: 250 * MiB
-}
+const MiB = 1024 * 1024
 
 /** An LFS request refused with an HTTP status and a message git-lfs shows to the user. */
 export class LfsError extends Data.TaggedError("LfsError")<{ readonly status: number; readonly message: string }> {}

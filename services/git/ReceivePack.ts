@@ -8,7 +8,7 @@ import { indexPack, makeQuarantine, PackRejected, removeQuarantine } from "./Qua
 import { type Pusher, type RefCommand, type RefResult, RefUpdateCheck, RefUpdates } from "./RefUpdates.ts"
 import { RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
-import { storageStanding } from "./StorageQuota.ts"
+import { noteStorageStanding, storageStanding } from "./StorageQuota.ts"
 
 /** What the server offers to `git push` (gitprotocol-capabilities). */
 export const RECEIVE_CAPABILITIES =
@@ -156,6 +156,8 @@ export class ReceivePack extends Context.Service<ReceivePack, {
             return report(capabilities, "ok", refused, messages)
           }
           if (storage.warning !== undefined) messages.push(`Canopy: warning: ${storage.warning}.`)
+          // One e-mail to the owners per crossing of the warning line.
+          yield* noteStorageStanding(repo.orgId, storage).pipe(Effect.provideService(SqlClient.SqlClient, sql))
           const outcome = yield* cache.use(repo, (synced) =>
             Effect.acquireUseRelease(
               Effect.map(cache.tempDir(), (dir) => makeQuarantine(synced.dir, dir)),

@@ -16,6 +16,7 @@ import { type GitStorageError, RepoCache } from "./RepoCache.ts"
 import type { RepoRecord } from "./Repositories.ts"
 import { COMPACT_AT_PACKS, nudgeCompaction, ServerCommitPacksBeforeCompaction } from "./RepositoryProtocol.ts"
 import { lockForRefUpdate, recordRefUpdate } from "./RepositoryRows.ts"
+import { storageStanding } from "./StorageQuota.ts"
 
 /** One requested ref change; `ZERO_SHA` as old means create, as new means delete. */
 export interface RefCommand {
@@ -52,6 +53,11 @@ export interface RefUpdateInput {
   readonly check?: RefUpdateCheckFn | undefined
   /** A server-side commit (merge, suggestion, …), not a push: its small pack is compacted less eagerly. */
   readonly serverCommit?: boolean | undefined
+  /**
+   * Writes that must commit with the refs (a merge marks its pull request merged): run in the
+   * compare-and-swap's transaction once every command applied, so both commit or neither does.
+   */
+  readonly alongside?: Effect.Effect<void> | undefined
 }
 
 /**
@@ -157,6 +163,18 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           const problem = refNameProblem(command.name)
           if (problem !== undefined) verdicts.set(command.name, problem)
         }
+        // GUIDE §16: at 100% of the plan's storage every write is refused here, the one path all
+        // writers take (push, merge, suggestion and AI commits); deletions still pass.
+        if (input.commands.some((c) => c.newSha !== ZERO_SHA && !verdicts.has(c.name))) {
+          const storage = yield* storageStanding(repo.orgId).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          if (storage.blocked) {
+            for (const command of input.commands) {
+              if (command.newSha !== ZERO_SHA && !verdicts.has(command.name)) {
+                verdicts.set(command.name, "storage quota exceeded")
+              }
+            }
+          }
+        }
         const candidates = input.commands.filter((c) => !verdicts.has(c.name))
         const tips = [...new Set(candidates.filter((c) => c.newSha !== ZERO_SHA).map((c) => c.newSha))]
         const check = input.check ?? (yield* RefUpdateCheck)
@@ -248,6 +266,7 @@ export class RefUpdates extends Context.Service<RefUpdates, {
           if (applied.length > 0) {
             yield* recordRefUpdate(sql, repo.id, newDefault)
           }
+          if (input.alongside !== undefined && applied.length === input.commands.length) yield* input.alongside
           return "committed" as const
         })).pipe(Effect.orDie)
 

@@ -23,10 +23,11 @@ import { branchRefs, tagRefs } from "./RefRows.ts"
 /** Where a branch of a repository points, read in the caller's transaction (pull requests' heads). */
 export { branchSha } from "./RefRows.ts"
 import {
+  dropRedirect,
   findLiveRepositories,
+  findRedirect,
   insertRepository,
   type RepositoryRow,
-  trashRepository,
   updateSettings
 } from "./RepositoryRows.ts"
 
@@ -53,6 +54,33 @@ const toRecord = (row: RepositoryRow): RepoRecord => ({
   archived: row.archived
 })
 
+/** The wire form of a repository row; clone URLs start with `baseUrl`. */
+export const repositoryView = (baseUrl: string, row: RepositoryRow): Repository => ({
+  id: row.id,
+  name: row.name,
+  slug: row.slug,
+  fullName: `${row.org_slug}/${row.slug}`,
+  description: row.description,
+  visibility: row.visibility,
+  defaultBranch: row.default_branch,
+  allowForking: row.allow_forking,
+  archived: row.archived,
+  cloneUrl: `${baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
+  storageBytes: row.pack_bytes + row.lfs_bytes,
+  stalePullRequests: {
+    enabled: row.stale_enabled,
+    warnAfterDays: row.stale_warn_days,
+    closeAfterDays: row.stale_close_days
+  },
+  createdAt: row.created_at.toISOString(),
+  updatedAt: row.updated_at.toISOString()
+})
+
+/** Archived repositories are read-only: every write answers 409 naming the archive (GUIDE §16). */
+export const refuseArchived = (repo: RepoRecord) =>
+  repo.archived
+    ? Effect.fail(new Conflict({ message: `Repository '${repo.orgSlug}/${repo.slug}' is archived` }))
+    : Effect.void
 /** A list's page (GUIDE §4): `limit` (default 100) rows from `offset`. */
 const pageOf = <A>(rows: ReadonlyArray<A>, page: Page | undefined) => {
   const offset = page?.offset ?? 0
@@ -69,15 +97,15 @@ export const ProtectedBranches = Context.Reference<
 
 /**
  * Repositories of an organization (spec 001 "Repositories"). Every method is scoped by
- * organization: another organization's repository is a `NotFound`. Deleting moves the
- * repository to the trash (`deleted_at`); it then answers 404 and frees its name.
+ * organization: another organization's repository is a `NotFound`. Archive, trash and
+ * transfer are `RepositoryLifecycle`'s and `Transfers`'; a trashed repository answers 404
+ * here and frees its name.
  */
 export class Repositories extends Context.Service<Repositories, {
   create(org: Organization, input: CreateRepository): Effect.Effect<Repository, Conflict>
   list(orgId: string, page?: Page): Effect.Effect<RepositoryList>
   get(orgId: string, slug: string): Effect.Effect<Repository, NotFound>
   update(orgId: string, slug: string, patch: UpdateRepository): Effect.Effect<Repository, NotFound | ValidationError>
-  remove(orgId: string, slug: string): Effect.Effect<void, NotFound>
   branches(orgId: string, slug: string, page?: Page): Effect.Effect<BranchList, NotFound>
   tags(orgId: string, slug: string, page?: Page): Effect.Effect<TagList, NotFound>
   /** Internal: a live repository by organization and repository slug, any organization. */
@@ -86,6 +114,8 @@ export class Repositories extends Context.Service<Repositories, {
   record(orgId: string, slug: string): Effect.Effect<RepoRecord, NotFound>
   /** Internal: a live repository by id. */
   findById(id: string): Effect.Effect<Option.Option<RepoRecord>>
+  /** Internal: where a moved repository's old path leads now (GUIDE §16), if anywhere. */
+  redirect(orgSlug: string, repoSlug: string): Effect.Effect<Option.Option<RepoRecord>>
 }>()("canopy/git/Repositories") {
   static readonly layer = Layer.effect(
     Repositories,
@@ -94,26 +124,7 @@ export class Repositories extends Context.Service<Repositories, {
       const config = yield* AppConfig
       const notFound = (slug: string) => new NotFound({ message: `Repository '${slug}' not found` })
 
-      const toRepository = (row: RepositoryRow): Repository => ({
-        id: row.id,
-        name: row.name,
-        slug: row.slug,
-        fullName: `${row.org_slug}/${row.slug}`,
-        description: row.description,
-        visibility: row.visibility,
-        defaultBranch: row.default_branch,
-        allowForking: row.allow_forking,
-        archived: row.archived,
-        cloneUrl: `${config.baseUrl.replace(/\/$/, "")}/${row.org_slug}/${row.slug}.git`,
-        storageBytes: row.pack_bytes + row.lfs_bytes,
-        stalePullRequests: {
-          enabled: row.stale_enabled,
-          warnAfterDays: row.stale_warn_days,
-          closeAfterDays: row.stale_close_days
-        },
-        createdAt: row.created_at.toISOString(),
-        updatedAt: row.updated_at.toISOString()
-      })
+      const toRepository = (row: RepositoryRow): Repository => repositoryView(config.baseUrl, row)
 
       const live = (rest: Statement.Fragment) => findLiveRepositories(sql, rest).pipe(Effect.orDie)
 
@@ -140,6 +151,8 @@ export class Repositories extends Context.Service<Repositories, {
             defaultBranch: input.defaultBranch ?? "main",
             allowForking: input.allowForking ?? false
           })
+          // The name is used again: a moved repository's old path stops redirecting here.
+          yield* dropRedirect(sql, org.slug, input.name)
           yield* changed({ id, org_id: org.id }, "created")
         })).pipe(
           Effect.catchTag("SqlError", (error) =>
@@ -187,14 +200,6 @@ export class Repositories extends Context.Service<Repositories, {
         return toRepository(yield* findOwned(orgId, slug))
       })
 
-      const remove = Effect.fn("Repositories.remove")(function*(orgId: string, slug: string) {
-        const current = yield* findOwned(orgId, slug)
-        yield* sql.withTransaction(Effect.gen(function*() {
-          yield* trashRepository(sql, current.id)
-          yield* changed(current, "deleted")
-        })).pipe(Effect.orDie)
-      })
-
       const branches = Effect.fn("Repositories.branches")(function*(orgId: string, slug: string, page?: Page) {
         const repo = yield* findOwned(orgId, slug)
         const all = yield* branchRefs(sql, repo.id).pipe(Effect.orDie)
@@ -236,7 +241,15 @@ export class Repositories extends Context.Service<Repositories, {
 
       const record = (orgId: string, slug: string) => Effect.map(findOwned(orgId, slug), toRecord)
 
-      return Repositories.of({ create, list, get, update, remove, branches, tags, find, record, findById })
+      const redirect = (orgSlug: string, repoSlug: string) =>
+        Effect.gen(function*() {
+          // Only while the old name is free: a repository created under it ends the redirect.
+          if (Option.isSome(yield* find(orgSlug, repoSlug))) return Option.none<RepoRecord>()
+          const row = yield* findRedirect(sql, orgSlug, repoSlug).pipe(Effect.orDie)
+          return Option.map(row, toRecord)
+        })
+
+      return Repositories.of({ create, list, get, update, branches, tags, find, record, findById, redirect })
     })
   )
 }

@@ -27,6 +27,7 @@ export const RepositoryRow = Schema.Struct({
   stale_enabled: Schema.Boolean,
   stale_warn_days: Schema.Int,
   stale_close_days: Schema.Int,
+  deleted_at: Schema.NullOr(Schema.Date),
   created_at: Schema.Date,
   updated_at: Schema.Date
 })
@@ -37,6 +38,12 @@ export const findLiveRepositories = (sql: SqlClient.SqlClient, rest: Statement.F
   sql`
     SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
     WHERE r.deleted_at IS NULL ${rest}`.pipe(decodeRows(RepositoryRow))
+
+/** Repositories in the trash by `rest` (`AND …`, `ORDER BY …`), decoded. */
+export const findTrashedRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
+  sql`
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    WHERE r.deleted_at IS NOT NULL ${rest}`.pipe(decodeRows(RepositoryRow))
 
 export interface NewRepositoryRow {
   readonly id: string
@@ -81,6 +88,53 @@ export const updateSettings = (sql: SqlClient.SqlClient, id: string, settings: R
 /** Moves a repository to the trash: it answers 404 from now on and frees its name. */
 export const trashRepository = (sql: SqlClient.SqlClient, id: string) =>
   sql`UPDATE repositories SET deleted_at = now(), updated_at = now() WHERE id = ${id}`
+
+/** Archives or unarchives a repository (the ref update path reads the flag under the row lock). */
+export const setArchived = (sql: SqlClient.SqlClient, id: string, archived: boolean) =>
+  sql`UPDATE repositories SET archived = ${archived}, updated_at = now() WHERE id = ${id}`
+
+/** Brings a trashed repository back under `name` (fails on the live-name unique index when taken). */
+export const restoreRepository = (sql: SqlClient.SqlClient, id: string, name: string) =>
+  sql`
+    UPDATE repositories SET deleted_at = NULL, name = ${name}, slug = ${name.toLowerCase()}, updated_at = now()
+    WHERE id = ${id} AND deleted_at IS NOT NULL`
+
+/** Deletes a trashed repository's row; its refs, packs, LFS, pull requests, issues and rules cascade. */
+export const deleteTrashedRepository = (sql: SqlClient.SqlClient, id: string) =>
+  sql`DELETE FROM repositories WHERE id = ${id} AND deleted_at IS NOT NULL`
+
+const IdRow = Schema.Struct({ id: Schema.String })
+
+/** Trashed repositories deleted before `before` (due for purging), oldest first. */
+export const trashedBefore = (sql: SqlClient.SqlClient, before: Date, limit: number) =>
+  sql`
+    SELECT id FROM repositories WHERE deleted_at IS NOT NULL AND deleted_at < ${before}
+    ORDER BY deleted_at LIMIT ${limit}`.pipe(decodeRows(IdRow))
+
+/** Moves a repository to another organization (a transfer; the caller's transaction). */
+export const moveRepositoryRow = (sql: SqlClient.SqlClient, id: string, toOrgId: string) =>
+  sql`UPDATE repositories SET org_id = ${toOrgId}, updated_at = now() WHERE id = ${id}`
+
+/** The old path of a moved repository, answered with a 301 until the name is reused. */
+export const insertRedirect = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug: string, repoId: string) =>
+  sql`
+    INSERT INTO repo_redirects (org_slug, repo_slug, repo_id) VALUES (${orgSlug}, ${repoSlug}, ${repoId})
+    ON CONFLICT (org_slug, repo_slug) DO UPDATE SET repo_id = excluded.repo_id, created_at = now()`
+
+/** The name is used again: its redirect ends. */
+export const dropRedirect = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug: string) =>
+  sql`DELETE FROM repo_redirects WHERE org_slug = ${orgSlug} AND repo_slug = ${repoSlug.toLowerCase()}`
+
+/** Where an old path leads: the live repository it names now, if any. */
+export const findRedirect = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug: string) =>
+  sql`
+    SELECT r.*, o.slug AS org_slug FROM repo_redirects d
+    JOIN repositories r ON r.id = d.repo_id AND r.deleted_at IS NULL
+    JOIN organizations o ON o.id = r.org_id
+    WHERE d.org_slug = ${orgSlug} AND d.repo_slug = ${repoSlug.toLowerCase()}`.pipe(
+    decodeRows(RepositoryRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
 
 const NumberRow = Schema.Struct({ last_number: Schema.Int })
 

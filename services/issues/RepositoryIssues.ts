@@ -11,7 +11,7 @@ import {
 } from "../../schemas/issues/RepositoryIssues.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
-import type { RepoRecord } from "../git/Repositories.ts"
+import { refuseArchived, type RepoRecord } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
 import {
@@ -36,10 +36,7 @@ export interface ListIssuesOptions {
 export const issueNotFound = (number: number) => new NotFound({ message: `Issue #${number} not found` })
 
 /** Archived repositories are read-only, issues included (as on GitHub). */
-export const refuseArchived = (repo: RepoRecord) =>
-  repo.archived
-    ? Effect.fail(new Conflict({ message: `Repository '${repo.orgSlug}/${repo.slug}' is archived` }))
-    : Effect.void
+export { refuseArchived }
 
 /**
  * Repository issues (GUIDE §11). Callers resolve the repository first (another

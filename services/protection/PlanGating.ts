@@ -1,27 +1,27 @@
 import type { ProtectionOption, RuleOptions } from "../../schemas/protection/BranchProtection.ts"
 import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
+import { planOrder, plans } from "../tenancy/Plans.ts"
 
-/**
- * Which plan first includes each rule option (GUIDE §12): Free and Hobby the basics, Pro
- * status checks, code owners and linear history, Enterprise signed commits and push
- * restrictions.
- */
+/** The smallest plan whose table entry includes `option` (GUIDE §12, from the plan table). */
+const firstPlanWith = (option: ProtectionOption): Plan =>
+  planOrder.find((plan) => plans[plan].protectionOptions.includes(option)) ?? "enterprise"
+
+/** Which plan first includes each rule option. */
 export const optionPlan: Record<ProtectionOption, Plan> = {
-  requirePullRequest: "free",
-  requiredApprovals: "free",
-  dismissStaleReviews: "free",
-  allowForcePush: "free",
-  allowDeletions: "free",
-  requireStatusChecks: "pro",
-  requireCodeOwnerReview: "pro",
-  requireLinearHistory: "pro",
-  requireSignedCommits: "enterprise",
-  restrictPushUsers: "enterprise"
+  requirePullRequest: firstPlanWith("requirePullRequest"),
+  requiredApprovals: firstPlanWith("requiredApprovals"),
+  dismissStaleReviews: firstPlanWith("dismissStaleReviews"),
+  allowForcePush: firstPlanWith("allowForcePush"),
+  allowDeletions: firstPlanWith("allowDeletions"),
+  requireStatusChecks: firstPlanWith("requireStatusChecks"),
+  requireCodeOwnerReview: firstPlanWith("requireCodeOwnerReview"),
+  requireLinearHistory: firstPlanWith("requireLinearHistory"),
+  requireSignedCommits: firstPlanWith("requireSignedCommits"),
+  restrictPushUsers: firstPlanWith("restrictPushUsers")
 }
 
-const rank: Record<Plan, number> = { free: 0, hobby: 0, pro: 1, enterprise: 2 }
-
-export const planIncludes = (plan: Plan, option: ProtectionOption): boolean => rank[plan] >= rank[optionPlan[option]]
+export const planIncludes = (plan: Plan, option: ProtectionOption): boolean =>
+  plans[plan].protectionOptions.includes(option)
 
 /** The gated options a rule turns on (an option left off needs no plan). */
 export const optionsInUse = (rule: RuleOptions): ReadonlyArray<ProtectionOption> => {

@@ -15,6 +15,7 @@ import { PlanRequired } from "../../schemas/webhooks/Webhooks.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { planOrder } from "../tenancy/Plans.ts"
 import { organizationPlan, organizationPlanExpression } from "../tenancy/Tenancy.ts"
 import { enforcedOptions, optionPlan, optionsBeyondPlan } from "./PlanGating.ts"
 import { type EnforcedRule, matchingRules } from "./RulePolicy.ts"
@@ -122,7 +123,10 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
 
       const refuseBeyond = (beyond: ReadonlyArray<ProtectionOption>, plan: Plan) => {
         if (beyond.length === 0) return Effect.void
-        const requiredPlan = beyond.some((option) => optionPlan[option] === "enterprise") ? "enterprise" : "pro"
+        // The smallest plan that includes every option asked for.
+        const requiredPlan = beyond.map((option) => optionPlan[option]).reduce((a, b) =>
+          planOrder.indexOf(b) > planOrder.indexOf(a) ? b : a
+        )
         return Effect.fail(
           new PlanRequired({
             message: `The ${plan} plan does not include ${beyond.join(", ")}; upgrade to ${requiredPlan}`,

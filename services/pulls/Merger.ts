@@ -193,7 +193,10 @@ export class Merger extends Context.Service<Merger, {
                   commands: [{ name: `refs/heads/${row.target_branch}`, oldSha: target.value, newSha: sha }],
                   atomic: true,
                   pusher: { id: mergedBy.id, name: mergedBy.username, email: mergedBy.email },
-                  serverCommit: true
+                  serverCommit: true,
+                  // The request is marked merged in the target's compare-and-swap transaction: a crash
+                  // never leaves a merged branch with an open pull request (GUIDE §16).
+                  alongside: markMergedWithEvents(repo, row, mergedBy, options.strategy, sha, head.value)
                 }).pipe(
                   // The merge checks governed this update: the push hook lets it through.
                   Effect.provideService(MergeInProgress, true),
@@ -203,6 +206,24 @@ export class Merger extends Context.Service<Merger, {
                 return { sha, message, head: head.value, commitMessages: facts.commits.map((c) => c.message) }
               }))
           })).pipe(Effect.catchTag("GitStorageError", Effect.die))
+
+      /** The request's merged state and its events, written inside the ref update's transaction. */
+      const markMergedWithEvents = (
+        repo: RepoRecord,
+        row: PrRow,
+        mergedBy: Actor,
+        strategy: MergeStrategy,
+        sha: string,
+        head: string
+      ) =>
+        Effect.gen(function*() {
+          const now = new Date(yield* Clock.currentTimeMillis)
+          yield* markMerged(sql, row.id, { now, mergedBy: mergedBy.id, sha, head })
+          const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
+          const sender = { id: mergedBy.id, name: mergedBy.name }
+          yield* withSql(publishPullRequestEvent(PullRequestMerged, repo, fresh, sender, { merge: { sha, strategy } }))
+          yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, sender, { merged: true }))
+        }).pipe(Effect.orDie)
 
       const deleteSource = (repo: RepoRecord, row: PrRow, headSha: string, by: Actor) =>
         Effect.gen(function*() {
@@ -243,16 +264,6 @@ export class Merger extends Context.Service<Merger, {
             )
             if (Option.isNone(outcome)) continue
             const { commitMessages, head, message, sha } = outcome.value
-            const now = new Date(yield* Clock.currentTimeMillis)
-            yield* sql.withTransaction(Effect.gen(function*() {
-              yield* markMerged(sql, row.id, { now, mergedBy: mergedBy.id, sha, head })
-              const fresh = Option.getOrThrow(yield* withSql(loadById(row.id)))
-              const sender = { id: mergedBy.id, name: mergedBy.name }
-              yield* withSql(publishPullRequestEvent(PullRequestMerged, repo, fresh, sender, {
-                merge: { sha, strategy: options.strategy }
-              }))
-              yield* withSql(publishPullRequestEvent(PullRequestClosed, repo, fresh, sender, { merged: true }))
-            })).pipe(Effect.orDie)
             if (options.deleteBranch === true) yield* deleteSource(repo, row, head, mergedBy)
             // `Fixes #n` in the title, body, merge message or merged commits closes issue n.
             yield* withSql(closeReferenced({

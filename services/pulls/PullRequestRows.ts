@@ -219,6 +219,17 @@ export const markMerged = (
       mergeable_state = 'merged', updated_at = ${merge.now}
     WHERE id = ${id}`
 
+/** Closes every open pull request of a repository (archived or deleted); the ids closed. */
+export const closeAllOpen = (sql: SqlClient.SqlClient, repoId: string, now: Date) =>
+  sql`
+    UPDATE pull_requests SET state = 'closed', closed_at = ${now}, auto_merge = NULL, updated_at = ${now}
+    WHERE repo_id = ${repoId} AND state IN ('open', 'draft')
+    RETURNING id`.pipe(decodeRows(IdRow))
+
+/** A transferred repository's pull requests belong to its new organization. */
+export const moveToOrganization = (sql: SqlClient.SqlClient, repoId: string, orgId: string) =>
+  sql`UPDATE pull_requests SET org_id = ${orgId} WHERE repo_id = ${repoId}`
+
 /** Turns auto-merge on with its setting, or off (`null`). */
 export const setAutoMerge = (sql: SqlClient.SqlClient, id: string, setting: AutoMerge | null) =>
   sql`

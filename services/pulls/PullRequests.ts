@@ -10,19 +10,22 @@ import type {
   UpdatePullRequest
 } from "../../schemas/pulls/PullRequests.ts"
 import { RepoCache } from "../git/RepoCache.ts"
-import { branchSha, type RepoRecord, Repositories } from "../git/Repositories.ts"
+import { branchSha, refuseArchived, type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import type { Actor } from "../tenancy/Actor.ts"
+import { insertComment } from "./CommentRows.ts"
 import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { publishPullRequestEvent } from "./PullEvents.ts"
 import {
+  closeAllOpen,
   findPullRequests,
   insertPullRequest,
   isOpen,
   loadById,
   loadByNumber,
+  moveToOrganization,
   type PrRow,
   toPullRequest,
   updatePullRequest
@@ -65,6 +68,17 @@ export class PullRequests extends Context.Service<PullRequests, {
   findById(id: string): Effect.Effect<Option.Option<PullContext>>
   /** Internal: the wire form of a row. */
   render(id: string): Effect.Effect<PullRequest, NotFound>
+  /**
+   * Internal (repository archived or deleted, in the caller's transaction): closes every open
+   * pull request with a comment saying why and `pull_request.closed`; the ids closed.
+   */
+  closeForRepository(
+    repo: RepoRecord,
+    why: string,
+    sender: { readonly id: string; readonly name: string } | null
+  ): Effect.Effect<ReadonlyArray<string>, never, SqlClient.SqlClient>
+  /** Internal (repository transfer, in the caller's transaction): the pull requests move with it. */
+  moveRepository(repoId: string, toOrgId: string): Effect.Effect<void, never, SqlClient.SqlClient>
 }>()("canopy/pulls/PullRequests") {
   static readonly layer = Layer.effect(
     PullRequests,
@@ -102,6 +116,7 @@ export class PullRequests extends Context.Service<PullRequests, {
       const create = Effect.fn("PullRequests.create")(
         function*(orgId: string, repoSlug: string, actor: Actor, input: CreatePullRequest) {
           const repo = yield* repos.record(orgId, repoSlug)
+          yield* refuseArchived(repo)
           const target = input.targetBranch ?? repo.defaultBranch
           const head = yield* branchHead(repo.id, input.sourceBranch)
           if (Option.isNone(head)) return yield* branchMissing("sourceBranch", input.sourceBranch)
@@ -165,6 +180,7 @@ export class PullRequests extends Context.Service<PullRequests, {
       const update = Effect.fn("PullRequests.update")(
         function*(orgId: string, repoSlug: string, number: number, actor: Actor, patch: UpdatePullRequest) {
           const { repo, row } = yield* find(orgId, repoSlug, number)
+          yield* refuseArchived(repo)
           if (!isOpen(row) && (patch.isDraft !== undefined || (patch.state !== undefined && row.state === "merged"))) {
             return yield* new Conflict({ message: `Pull request #${number} is ${row.state}` })
           }
@@ -232,7 +248,52 @@ export class PullRequests extends Context.Service<PullRequests, {
         return yield* diffText(orgId, repoSlug, number)
       })
 
-      return PullRequests.of({ create, list, get, update, files, diff, find, findById, render })
+      const closeForRepository = (
+        repo: RepoRecord,
+        why: string,
+        sender: { readonly id: string; readonly name: string } | null
+      ) =>
+        Effect.gen(function*() {
+          const client = yield* SqlClient.SqlClient
+          const now = new Date(yield* Clock.currentTimeMillis)
+          const closed = yield* closeAllOpen(client, repo.id, now).pipe(Effect.orDie)
+          for (const { id } of closed) {
+            const row = Option.getOrThrow(yield* loadById(id).pipe(Effect.orDie))
+            yield* insertComment(client, {
+              id: makeId("cmt"),
+              prId: id,
+              authorId: null,
+              body: why,
+              path: null,
+              line: null,
+              startLine: null,
+              headSha: row.head_sha,
+              now
+            }).pipe(Effect.orDie)
+            yield* publishPullRequestEvent(PullRequestClosed, repo, row, sender, { merged: false }).pipe(Effect.orDie)
+          }
+          return closed.map((row) => row.id)
+        })
+
+      const moveRepository = (repoId: string, toOrgId: string) =>
+        Effect.flatMap(SqlClient.SqlClient, (client) => moveToOrganization(client, repoId, toOrgId)).pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
+      return PullRequests.of({
+        create,
+        list,
+        get,
+        update,
+        files,
+        diff,
+        find,
+        findById,
+        render,
+        closeForRepository,
+        moveRepository
+      })
     })
   )
 }

@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import { ApiScope, Plan, Role } from "../../schemas/tenancy/Tenancy.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
  * The `api_keys` table: its rows and every statement on it (`ApiKeys` is its one owner;
@@ -31,6 +31,7 @@ const PrincipalRow = Schema.Struct({
   plan: Plan,
   project_id: Schema.String,
   requests_per_minute: Schema.NullOr(Schema.Number),
+  storage_limit_bytes: Schema.NullOr(Int8),
   org_created_at: Schema.Date,
   user_id: Schema.String,
   username: Schema.String,
@@ -80,6 +81,7 @@ export const principalByHash = (sql: SqlClient.SqlClient, hash: string) =>
   sql`
     SELECT k.id AS key_id, k.scopes, m.role,
            o.id, o.slug, o.name AS org_name, o.plan, o.project_id::text AS project_id, o.requests_per_minute,
+           o.storage_limit_bytes,
            o.created_at AS org_created_at,
            u.id AS user_id, u.username, u.email, u.name AS user_name, u.created_at AS user_created_at
     FROM api_keys k

@@ -149,6 +149,7 @@ export class ApiKeys extends Context.Service<ApiKeys, {
               plan: row.plan,
               project_id: row.project_id,
               requests_per_minute: row.requests_per_minute,
+              storage_limit_bytes: row.storage_limit_bytes,
               created_at: row.org_created_at
             }),
             user: toUser({

@@ -43,6 +43,15 @@ export const actorInOrganization = (sql: SqlClient.SqlClient, userId: string, or
     )
   )
 
+const RoleRow = Schema.Struct({ role: Role })
+
+/** The user's role in the organization; null when not a member (a transfer tells the two apart). */
+export const roleInOrganization = (sql: SqlClient.SqlClient, orgId: string, userId: string) =>
+  sql`SELECT role FROM memberships WHERE org_id = ${orgId} AND user_id = ${userId}`.pipe(
+    decodeRows(RoleRow),
+    Effect.map((rows) => rows[0]?.role ?? null)
+  )
+
 const EmailRow = Schema.Struct({ email: Schema.String })
 
 /** The e-mail addresses of the organization's members with one of `roles`, in order. */

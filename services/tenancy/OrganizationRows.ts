@@ -4,8 +4,8 @@ import type * as Statement from "effect/sql/Statement"
 import type { CreateOrganization, Organization } from "../../schemas/tenancy/Tenancy.ts"
 import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import { requestsPerMinute } from "./Plans.ts"
+import { decodeRows, Int8 } from "../platform/Rows.ts"
+import { plans, requestsPerMinute } from "./Plans.ts"
 
 /*
  * The `organizations` table: its rows and every statement on it (tenancy is its one owner).
@@ -21,12 +21,15 @@ export const OrganizationRow = Schema.Struct({
   plan: Plan,
   project_id: Schema.Union([Schema.Number, Schema.String]),
   requests_per_minute: Schema.NullOr(Schema.Number),
+  storage_limit_bytes: Schema.NullOr(Int8),
   created_at: Schema.Date
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
 const organizationColumns = (sql: SqlClient.SqlClient) =>
-  sql.literal("id, slug, name, plan, project_id::text AS project_id, requests_per_minute, created_at")
+  sql.literal(
+    "id, slug, name, plan, project_id::text AS project_id, requests_per_minute, storage_limit_bytes, created_at"
+  )
 
 export const toOrganization = (row: OrganizationRow): Organization => ({
   id: row.id,
@@ -35,6 +38,7 @@ export const toOrganization = (row: OrganizationRow): Organization => ({
   plan: row.plan,
   projectId: Number(row.project_id),
   requestsPerMinute: row.requests_per_minute ?? requestsPerMinute[row.plan],
+  storageLimitBytes: row.storage_limit_bytes ?? plans[row.plan].storageBytes,
   createdAt: row.created_at.toISOString()
 })
 
@@ -64,6 +68,8 @@ export const updateOrganizationRow = (sql: SqlClient.SqlClient, id: string, inpu
   readonly name: string
   readonly plan: Plan
   readonly requestsPerMinute: number | null | undefined
+  /** The admin API's storage above the plan; undefined keeps it, null clears it. */
+  readonly storageLimitBytes: number | null | undefined
 }) =>
   sql`
     UPDATE organizations SET
@@ -71,6 +77,9 @@ export const updateOrganizationRow = (sql: SqlClient.SqlClient, id: string, inpu
       plan = ${input.plan},
       requests_per_minute = ${
     input.requestsPerMinute === undefined ? sql`requests_per_minute` : input.requestsPerMinute
+  },
+      storage_limit_bytes = ${
+    input.storageLimitBytes === undefined ? sql`storage_limit_bytes` : input.storageLimitBytes
   },
       updated_at = now()
     WHERE id = ${id}
@@ -110,5 +119,9 @@ export const organizationPlan = (sql: SqlClient.SqlClient, id: string) =>
  * `id` is the organization's id, or an SQL expression giving it (`sql\`w.org_id\``).
  * NULL when there is no such organization.
  */
+/** An organization's storage in bytes: the admin API's override, else null (the plan's applies). */
+export const organizationStorageOverrideExpression = (sql: SqlClient.SqlClient, id: string) =>
+  sql`(SELECT storage_limit_bytes FROM organizations WHERE id = ${id})`
+
 export const organizationPlanExpression = (sql: SqlClient.SqlClient, id: string | Statement.Fragment) =>
   sql`(SELECT plan FROM organizations WHERE id = ${id})`

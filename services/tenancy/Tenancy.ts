@@ -33,7 +33,8 @@ export {
   memberIds,
   membersByUsername,
   memberUsernamesByEmail,
-  ownerEmails
+  ownerEmails,
+  roleInOrganization
 } from "./MembershipRows.ts"
 export {
   type OrganizationName,
@@ -41,7 +42,8 @@ export {
   organizationNameBySlug,
   organizationPlan,
   organizationPlanExpression,
-  organizationSlugs
+  organizationSlugs,
+  organizationStorageOverrideExpression
 } from "./OrganizationRows.ts"
 export { userIdentity, userIdsByUsername } from "./UserRows.ts"
 
@@ -89,7 +91,8 @@ export class Tenancy extends Context.Service<Tenancy, {
           const update = updateOrganizationRow(sql, current.id, {
             name: input.name ?? current.name,
             plan: input.plan ?? current.plan,
-            requestsPerMinute: input.requestsPerMinute
+            requestsPerMinute: input.requestsPerMinute,
+            storageLimitBytes: input.storageLimitBytes
           })
           // Runners cache the plan with each key lookup; the event tells them to drop it.
           const rows = yield* sql.withTransaction(

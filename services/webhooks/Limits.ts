@@ -1,26 +1,17 @@
 import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
+import { nextPlanFor, perPlan } from "../tenancy/Plans.ts"
 
 /**
- * Per-plan webhook limits (spec 001 "Limits"; GUIDE §12: Hobby takes Free's code-hosting
- * limits). The count applies per repository, and per organization for organization webhooks.
+ * Per-plan webhook limits, from the plan table. The count applies per repository, and per
+ * organization for organization webhooks.
  */
-export const webhooksPerScope: Record<Plan, number> = {
-  free: 3,
-  hobby: 3,
-  pro: 20,
-  enterprise: Number.POSITIVE_INFINITY
-}
+export const webhooksPerScope = perPlan((p) => p.webhooksPerRepository ?? Number.POSITIVE_INFINITY)
 
-/** The smallest plan whose count is above `current`. */
-export const planAbove = (plan: Plan): Plan => plan === "free" || plan === "hobby" ? "pro" : "enterprise"
+/** The smallest plan whose count is above `plan`'s. */
+export const planAbove = (plan: Plan): Plan => nextPlanFor(plan, (p) => p.webhooksPerRepository)
 
 /** Days the delivery log is kept. */
-export const deliveryRetentionDays: Record<Plan, number> = {
-  free: 7,
-  hobby: 7,
-  pro: 30,
-  enterprise: 90
-}
+export const deliveryRetentionDays = perPlan((p) => p.webhookRetentionDays)
 
 /** After this long with nothing but failed attempts, a webhook is disabled and its owners e-mailed. */
 export const DISABLE_AFTER_MS = 5 * 24 * 60 * 60 * 1000

@@ -72,6 +72,23 @@ export const OutcomeRow = Schema.Struct({ org_id: Schema.String, just_disabled: 
 /** An organization's plan and how many webhooks one of its scopes has. */
 export const ScopeCountRow = Schema.Struct({ plan: Plan, count: Int8 })
 
+/** A webhook's encrypted secret (a transfer re-encrypts it). */
+export const SecretRow = Schema.Struct({ id: Schema.String, secret_enc: Schema.NullOr(Schema.String) })
+
+/** A repository's webhooks with their secrets, locked (a transfer moves them). */
+export const repositorySecrets = (sql: SqlClient.SqlClient, orgId: string, repoId: string) =>
+  sql`SELECT id, secret_enc FROM webhooks WHERE org_id = ${orgId} AND repo_id = ${repoId} FOR UPDATE`.pipe(
+    decodeRows(SecretRow)
+  )
+
+/** A webhook moves to another organization with its secret re-encrypted there. */
+export const moveWebhook = (sql: SqlClient.SqlClient, id: string, orgId: string, secretEnc: string | null) =>
+  sql`UPDATE webhooks SET org_id = ${orgId}, secret_enc = ${secretEnc}, updated_at = now() WHERE id = ${id}`
+
+/** A purged repository's webhooks go with it. */
+export const deleteRepositoryWebhooks = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`DELETE FROM webhooks WHERE repo_id = ${repoId}`
+
 const inScope = (sql: SqlClient.SqlClient, scope: WebhookScope) =>
   sql`org_id = ${scope.orgId} AND repo_id IS NOT DISTINCT FROM ${scope.repoId}`
 

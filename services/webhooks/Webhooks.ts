@@ -13,10 +13,12 @@ import {
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
+import { reencrypt } from "../platform/Reencrypt.ts"
 import { organizationPlanExpression, ownerEmails } from "../tenancy/Tenancy.ts"
 import { planAbove, webhooksPerScope } from "./Limits.ts"
 import {
   countInScope,
+  deleteRepositoryWebhooks,
   deleteWebhook,
   type DeliveryCounts,
   endFailureStreak,
@@ -24,8 +26,10 @@ import {
   insertWebhook,
   legacySecrets,
   lockScope,
+  moveWebhook,
   noteFailure,
   replaceSecret,
+  repositorySecrets,
   updateWebhookRow,
   type WebhookRow,
   type WebhookScope,
@@ -90,6 +94,13 @@ export class Webhooks extends Context.Service<Webhooks, {
     id: string,
     outcome: { readonly ok: boolean; readonly at: Date; readonly disableAfterMs: number }
   ): Effect.Effect<Option.Option<ReadonlyArray<string>>>
+  /**
+   * Internal (repository transfer, in the caller's transaction): the repository's webhooks
+   * move to `toOrgId`, their secrets re-encrypted under its key.
+   */
+  moveRepository(repoId: string, fromOrgId: string, toOrgId: string): Effect.Effect<void, never, SqlClient.SqlClient>
+  /** Internal (repository purge, in the caller's transaction): the repository's webhooks go. */
+  removeForRepository(repoId: string): Effect.Effect<void, never, SqlClient.SqlClient>
 }>()("canopy/webhooks/Webhooks") {
   static readonly layer = Layer.effect(
     Webhooks,
@@ -236,7 +247,28 @@ export class Webhooks extends Context.Service<Webhooks, {
         return Option.some(yield* ownerEmails(sql, disabled[0].org_id).pipe(Effect.orDie))
       })
 
+      const moveRepository = (repoId: string, fromOrgId: string, toOrgId: string) =>
+        Effect.gen(function*() {
+          const client = yield* SqlClient.SqlClient
+          for (const row of yield* repositorySecrets(client, fromOrgId, repoId)) {
+            const secret = row.secret_enc === null
+              ? null
+              : yield* reencrypt(fromOrgId, toOrgId, secretPurpose(row.id), row.secret_enc).pipe(
+                Effect.provideService(Crypto, crypto)
+              )
+            yield* moveWebhook(client, row.id, toOrgId, secret)
+          }
+        }).pipe(Effect.orDie)
+
+      const removeForRepository = (repoId: string) =>
+        Effect.flatMap(SqlClient.SqlClient, (client) => deleteRepositoryWebhooks(client, repoId)).pipe(
+          Effect.asVoid,
+          Effect.orDie
+        )
+
       return Webhooks.of({
+        moveRepository,
+        removeForRepository,
         create,
         list,
         get,

@@ -2,6 +2,7 @@ import { HttpApi, OpenApi } from "effect/http-api"
 import pkg from "../../package.json" with { type: "json" }
 import { AiApi } from "./ai/AiApi.ts"
 import { CiApi } from "./ci/CiApi.ts"
+import { LifecycleApi } from "./git/LifecycleApi.ts"
 import { RepositoriesApi } from "./git/RepositoriesApi.ts"
 import { IncidentsApi } from "./incidents/IncidentsApi.ts"
 import { RepositoryIssuesApi } from "./issues/RepositoryIssuesApi.ts"
@@ -41,6 +42,7 @@ const Endpoints = HttpApi.make("canopy")
   .add(PerformanceApi)
   .add(SubscriptionsApi)
   .add(RepositoriesApi)
+  .add(LifecycleApi)
   .add(WebhooksApi)
   .add(RepoWebhooksApi)
   .add(BranchProtectionApi)

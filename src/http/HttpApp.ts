@@ -9,6 +9,8 @@ import { ApiRequestContext } from "./ApiRequestContext.ts"
 import { CiHandlers } from "./ci/CiHandlers.ts"
 import { EdgeMiddleware } from "./Edge.ts"
 import { GitRoutes } from "./git/GitRoutes.ts"
+import { LifecycleHandlers } from "./git/LifecycleHandlers.ts"
+import { RepoRedirects } from "./git/RepoRedirects.ts"
 import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
@@ -50,7 +52,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide([SourceMapsHandlers, PerformanceHandlers]),
   Layer.provide([ObserveHandlers]),
   Layer.provide([SubscriptionsHandlers]),
-  Layer.provide(RepositoriesHandlers),
+  Layer.provide([RepositoriesHandlers, LifecycleHandlers]),
   Layer.provide([WebhooksHandlers, RepoWebhooksHandlers]),
   Layer.provide([BranchProtectionHandlers, CommitStatusesHandlers, GpgKeysHandlers, AuditHandlers]),
   Layer.provide(PullRequestsHandlers),
@@ -75,6 +77,7 @@ export const HttpAppLive = Layer.mergeAll(
   StatusAssets,
   PublicStatusRoutes,
   GitRoutes,
+  RepoRedirects,
   EdgeMiddleware,
   TrustedProxiesMiddleware,
   PublicCorsMiddleware

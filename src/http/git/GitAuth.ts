@@ -49,7 +49,20 @@ export const authorizeGit = (
     const password = basicPassword(request.headers.authorization)
     const repo = yield* repos.find(orgSlug, repoSlugOf(repoSegment))
     const notFound = errorResponse(404, "not_found", `Repository '${orgSlug}/${repoSlugOf(repoSegment)}' not found`)
+    // A transferred repository's old clone path answers 301 to the new one (GUIDE §16), to
+    // whoever could read it there: anyone when public, else a key of its new organization.
+    const moved = Option.isNone(repo) ? yield* repos.redirect(orgSlug, repoSlugOf(repoSegment)) : Option.none()
+    const redirectTo = (target: RepoRecord) => {
+      const url = new URL(request.url, "http://canopy.invalid")
+      const rest = url.pathname.split("/").slice(3).join("/")
+      return HttpServerResponse.empty({ status: 301 }).pipe(
+        HttpServerResponse.setHeader("location", `/${target.orgSlug}/${target.slug}.git/${rest}${url.search}`)
+      )
+    }
     if (Option.isNone(password)) {
+      if (Option.isSome(moved) && moved.value.visibility === "public") {
+        return yield* Effect.fail(redirectTo(moved.value))
+      }
       if (Option.isSome(repo) && repo.value.visibility === "public" && access === "read") {
         return { repo: repo.value, principal: null } satisfies GitAccess
       }
@@ -58,6 +71,9 @@ export const authorizeGit = (
     const principal = yield* keys.authenticate(password.value).pipe(
       Effect.mapError(() => challenge("Invalid credentials"))
     )
+    if (Option.isSome(moved) && moved.value.orgId === principal.org.id) {
+      return yield* Effect.fail(redirectTo(moved.value))
+    }
     if (Option.isNone(repo)) return yield* Effect.fail(notFound)
     const own = principal.org.id === repo.value.orgId
     if (!own && !(repo.value.visibility === "public" && access === "read")) return yield* Effect.fail(notFound)

@@ -1,5 +1,6 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
+import { refuseArchived } from "../../../services/git/Repositories.ts"
 import { Automation } from "../../../services/pulls/Automation.ts"
 import { Comments } from "../../../services/pulls/Comments.ts"
 import { PullRequestCommands } from "../../../services/pulls/PullRequestCommands.ts"
@@ -30,6 +31,8 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
     const actor = Effect.map(CurrentPrincipal, actorOf)
     const find = (params: PullParams) =>
       Effect.flatMap(ownOrg(params), (org) => pulls.find(org, params.repo, params.number))
+    // GUIDE §16: an archived repository's pull requests take no merges, reviews or comments (409).
+    const findWritable = (params: PullParams) => Effect.tap(find(params), (pull) => refuseArchived(pull.repo))
 
     const nudge = commands.refresh
     const after = <A>(prId: (a: A) => string) => <E, R>(self: Effect.Effect<A, E, R>) =>
@@ -58,7 +61,7 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
       diff: ({ params }) => Effect.flatMap(ownOrg(params), (org) => pulls.diff(org, params.repo, params.number)),
       merge: ({ params, payload }) =>
         Effect.gen(function*() {
-          const { row } = yield* find(params)
+          const { row } = yield* findWritable(params)
           const who = yield* actor
           return yield* commands.merge({ id: row.id, repoId: row.repo_id }, {
             actor: who,
@@ -69,26 +72,26 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
         }),
       enableAutoMerge: ({ params, payload }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           return yield* automation.enableAutoMerge(pull, yield* actor, payload)
         }).pipe(after((pr) => pr.id)),
       disableAutoMerge: ({ params }) => Effect.flatMap(find(params), automation.disableAutoMerge),
       reviews: ({ params }) => Effect.flatMap(find(params), reviews.list),
       createReview: ({ params, payload }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           const review = yield* reviews.create(pull, yield* actor, payload)
           return { review, prId: pull.row.id }
         }).pipe(after((r) => r.prId), Effect.map((r) => r.review)),
       submitReview: ({ params, payload }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           const review = yield* reviews.submit(pull, yield* actor, params.reviewId, payload)
           return { review, prId: pull.row.id }
         }).pipe(after((r) => r.prId), Effect.map((r) => r.review)),
       dismissReview: ({ params, payload }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           const review = yield* reviews.dismiss(pull, params.reviewId, payload.message)
           return { review, prId: pull.row.id }
         }).pipe(after((r) => r.prId), Effect.map((r) => r.review)),
@@ -106,13 +109,13 @@ export const PullRequestsHandlers = HttpApiBuilder.group(
       comments: ({ params }) => Effect.flatMap(find(params), comments.list),
       createComment: ({ params, payload }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           const comment = yield* comments.create(pull, yield* actor, payload)
           return { comment, prId: pull.row.id }
         }).pipe(after((r) => r.prId), Effect.map((r) => r.comment)),
       applySuggestion: ({ params }) =>
         Effect.gen(function*() {
-          const pull = yield* find(params)
+          const pull = yield* findWritable(params)
           return yield* suggestions.apply(pull, yield* actor, params.suggestionId)
         })
     })
