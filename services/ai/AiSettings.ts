@@ -6,8 +6,8 @@ import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { Crypto } from "../platform/Crypto.ts"
 import { AiReviewGate } from "../pulls/AiReviewGate.ts"
-import { type AiSettingsRow, findSettings, upsertSettings } from "./AiSettingsRows.ts"
-import { openApiKey, sealApiKey } from "./ApiKeySeal.ts"
+import { type AiSettingsRow, findSettings, moveSettingsRow, upsertSettings } from "./AiSettingsRows.ts"
+import { moveApiKey, openApiKey, sealApiKey } from "./ApiKeySeal.ts"
 
 /** What a review needs to call the model: the settings and the opened key (never logged: Redacted). */
 export interface ReviewConfig {
@@ -165,3 +165,17 @@ export const AiReviewGateLive = Layer.effect(
     }
   })
 )
+
+/**
+ * A transfer moves the repository to `toOrgId` (in the caller's transaction): its AI settings
+ * follow, the provider key re-encrypted under the target organization's key.
+ */
+export const moveAiSettings = (repoId: string, fromOrgId: string, toOrgId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const row = yield* findSettings(sql, repoId)
+    if (Option.isNone(row)) return
+    const key = row.value.api_key_enc
+    const moved = key === null ? null : yield* moveApiKey(fromOrgId, toOrgId, repoId, key)
+    yield* moveSettingsRow(sql, repoId, toOrgId, moved)
+  })

@@ -40,3 +40,7 @@ export const upsertSettings = (sql: SqlClient.SqlClient, row: AiSettingsRow) =>
       auto_review_prs = EXCLUDED.auto_review_prs, review_drafts = EXCLUDED.review_drafts,
       autonomy_level = EXCLUDED.autonomy_level, require_human_approval = EXCLUDED.require_human_approval,
       focus_areas = EXCLUDED.focus_areas, updated_at = now()`
+
+export const moveSettingsRow = (sql: SqlClient.SqlClient, repoId: string, toOrgId: string, apiKeyEnc: string | null) =>
+  sql`UPDATE ai_settings SET org_id = ${toOrgId}, api_key_enc = ${apiKeyEnc}, updated_at = now()
+    WHERE repo_id = ${repoId}`

@@ -1,4 +1,5 @@
 import type { Crypto } from "../platform/Crypto.ts"
+import { reencrypt } from "../platform/Reencrypt.ts"
 
 /**
  * The one place the AI provider key meets `Crypto` (GUIDE §15: encrypted with the
@@ -13,3 +14,7 @@ export const sealApiKey = (crypto: Crypto["Service"], orgId: string, repoId: str
 
 export const openApiKey = (crypto: Crypto["Service"], orgId: string, repoId: string, sealed: string) =>
   crypto.decrypt(orgId, purpose(repoId), sealed)
+
+/** The key under another organization's key (a repository transfer). */
+export const moveApiKey = (fromOrgId: string, toOrgId: string, repoId: string, sealed: string) =>
+  reencrypt(fromOrgId, toOrgId, purpose(repoId), sealed)

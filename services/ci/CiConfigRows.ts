@@ -111,3 +111,6 @@ export const deleteVariable = (sql: SqlClient.SqlClient, repoId: string, name: s
   sql`DELETE FROM ci_variables WHERE repo_id = ${repoId} AND name = ${name} RETURNING 1`.pipe(
     Effect.map((rows) => rows.length > 0)
   )
+
+export const replaceVariableValue = (sql: SqlClient.SqlClient, repoId: string, name: string, value: string) =>
+  sql`UPDATE ci_variables SET value = ${value} WHERE repo_id = ${repoId} AND name = ${name}`

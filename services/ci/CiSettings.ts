@@ -11,11 +11,12 @@ import {
   merged,
   readConfig,
   readVariables,
+  replaceVariableValue,
   upsertVariable,
   type VariableRow,
   writeConfig
 } from "./CiConfigRows.ts"
-import { openVariable, sealVariable } from "./VariableCrypto.ts"
+import { moveVariable, openVariable, sealVariable } from "./VariableCrypto.ts"
 
 /** What a job's environment gets from the repository's variables, and the values to mask. */
 export interface JobVariables {
@@ -111,3 +112,17 @@ export class CiSettings extends Context.Service<CiSettings, {
     })
   )
 }
+
+/**
+ * A transfer moves the repository to `toOrgId` (in the caller's transaction): its secret
+ * variables are re-encrypted under the target organization's key.
+ */
+export const moveCiSecrets = (repoId: string, fromOrgId: string, toOrgId: string) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    for (const variable of yield* readVariables(sql, repoId)) {
+      if (!variable.secret) continue
+      const value = yield* moveVariable(fromOrgId, toOrgId, repoId, variable.name, variable.value)
+      yield* replaceVariableValue(sql, repoId, variable.name, value)
+    }
+  })

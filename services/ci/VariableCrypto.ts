@@ -1,5 +1,6 @@
 import type { Effect } from "effect"
 import type { Crypto, DecryptError } from "../platform/Crypto.ts"
+import { reencrypt } from "../platform/Reencrypt.ts"
 
 /**
  * The one place CI calls `Crypto`: a secret variable's ciphertext is bound to its
@@ -18,3 +19,7 @@ export const openVariable = (
   name: string,
   ciphertext: string
 ): Effect.Effect<string, DecryptError> => crypto.decrypt(orgId, purpose(repoId, name), ciphertext)
+
+/** A secret variable's ciphertext under another organization's key (a repository transfer). */
+export const moveVariable = (fromOrgId: string, toOrgId: string, repoId: string, name: string, ciphertext: string) =>
+  reencrypt(fromOrgId, toOrgId, purpose(repoId, name), ciphertext)

@@ -4,7 +4,10 @@ import type { Transfer, TransferList } from "../../schemas/git/Lifecycle.ts"
 import { RepositoryChangedEvent } from "../../schemas/git/Repositories.ts"
 import { Conflict, Forbidden, NotFound, ValidationError } from "../../schemas/platform/Errors.ts"
 import type { Role } from "../../schemas/tenancy/Tenancy.ts"
+import { moveAiSettings } from "../ai/AiSettings.ts"
+import { moveCiSecrets } from "../ci/CiSettings.ts"
 import { publish } from "../events/Events.ts"
+import { Crypto } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import { PullRequests } from "../pulls/PullRequests.ts"
@@ -62,6 +65,14 @@ export class Transfers extends Context.Service<Transfers, {
       const repos = yield* Repositories
       const pulls = yield* PullRequests
       const webhooks = yield* Webhooks
+      const crypto = yield* Crypto
+      /** CI variables and AI settings follow the repository, re-encrypted under the target's key. */
+      const withSecrets = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient | Crypto>) =>
+        effect.pipe(
+          Effect.provideService(SqlClient.SqlClient, sql),
+          Effect.provideService(Crypto, crypto),
+          Effect.orDie
+        )
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
       const notFound = (id: string) => new NotFound({ message: `Transfer '${id}' not found` })
@@ -182,6 +193,8 @@ export class Transfers extends Context.Service<Transfers, {
           yield* moveRepositoryRow(sql, fresh.repo_id, fresh.to_org_id)
           yield* withSql(pulls.moveRepository(fresh.repo_id, fresh.to_org_id))
           yield* withSql(webhooks.moveRepository(fresh.repo_id, fresh.from_org_id, fresh.to_org_id))
+          yield* withSecrets(moveCiSecrets(fresh.repo_id, fresh.from_org_id, fresh.to_org_id))
+          yield* withSecrets(moveAiSettings(fresh.repo_id, fresh.from_org_id, fresh.to_org_id))
           yield* insertRedirect(sql, fresh.from_org_slug, fresh.repo_slug, fresh.repo_id)
           yield* dropRedirect(sql, fresh.to_org_slug, fresh.repo_slug)
           yield* decideTransfer(sql, id, { state: "accepted", by: actor.userId, now: new Date(now) })

@@ -1,9 +1,12 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
+import { Context, Effect, Layer, Option, Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac, randomBytes } from "node:crypto"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { AiSettings } from "../../services/ai/AiSettings.ts"
+import { CiSettings } from "../../services/ci/CiSettings.ts"
+import { Repositories } from "../../services/git/Repositories.ts"
 import { RepositoryLifecycle } from "../../services/git/RepositoryLifecycle.ts"
 import { api, pushBranch, repoWithMain } from "../pulls/support.ts"
 import { adminToken, request, startApp } from "../support/app.ts"
@@ -16,6 +19,9 @@ class TestApp extends Context.Service<TestApp, {
   readonly sql: SqlClient.SqlClient
   readonly blobs: string
   readonly lifecycle: RepositoryLifecycle["Service"]
+  readonly ciSettings: CiSettings["Service"]
+  readonly aiSettings: AiSettings["Service"]
+  readonly repositories: Repositories["Service"]
 }>()("test/git/Lifecycle") {}
 const TestAppLive = Layer.effect(
   TestApp,
@@ -23,7 +29,10 @@ const TestAppLive = Layer.effect(
     baseUrl: app.baseUrl,
     sql: app.sql,
     blobs: Path.join(app.config.dataDir, "blobs"),
-    lifecycle: Context.get(app.context, RepositoryLifecycle)
+    lifecycle: Context.get(app.context, RepositoryLifecycle),
+    ciSettings: Context.get(app.context, CiSettings),
+    aiSettings: Context.get(app.context, AiSettings),
+    repositories: Context.get(app.context, Repositories)
   }))
 )
 
@@ -248,6 +257,19 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
         body: { url: receiver.url(), events: ["push"], secret: "s3cret" }
       })
       expect(hook.status).toBe(201)
+      // A secret CI variable and an AI provider key: sealed under the source organization's key.
+      const variable = yield* request(code(baseUrl, `/repos/${repo.slug}/r/ci/variables/DEPLOY_TOKEN`), {
+        method: "PUT",
+        token: repo.key,
+        body: { value: "ci-s3cret", secret: true }
+      })
+      expect(variable.status).toBe(201)
+      const ai = yield* request(code(baseUrl, `/repos/${repo.slug}/r/ai/settings`), {
+        method: "PATCH",
+        token: repo.key,
+        body: { apiKey: "sk-transfer-key" }
+      })
+      expect(ai.status).toBe(200)
 
       // The same user is admin of the target organization, with a key there.
       const target = slug("to")
@@ -311,6 +333,14 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       )
       expect(old.status).toBe(301)
       expect(old.headers.get("location")).toBe(`/api/v1/code/repos/${target}/r/pulls/${number}`)
+
+      // The CI variable and the AI key open under the new organization (re-encrypted with the move).
+      const { ciSettings, aiSettings, repositories } = yield* TestApp
+      const record = Option.getOrThrow(yield* repositories.find(target, "r"))
+      expect(record.orgId).not.toBe(repo.org.id)
+      expect((yield* ciSettings.jobVariables(record)).secrets).toEqual(["ci-s3cret"])
+      const review = yield* aiSettings.reviewConfig(record)
+      expect(Option.map(review.apiKey, Redacted.value)).toEqual(Option.some("sk-transfer-key"))
 
       // The webhook works under the new organization, signed with its (re-encrypted) secret.
       const clone = git.dir("old-path-clone")
