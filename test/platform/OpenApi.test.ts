@@ -48,7 +48,11 @@ describe("GET /openapi.json", () => {
       // commit's statuses have `count` anyway) and GitHub-shaped answers named here.
       const resolve = (schema: any): any =>
         schema?.$ref === undefined ? schema : resolve(spec.components.schemas[schema.$ref.split("/").pop()])
-      const notLists = new Set(["GET /api/v1/code/repos/{org}/{repo}/codeowners/errors"])
+      const notLists = new Set([
+        "GET /api/v1/code/repos/{org}/{repo}/codeowners/errors",
+        // A CI run's detail is `{run, jobs, testSummary}` (GUIDE §14): a resource holding its jobs.
+        "GET /api/v1/code/repos/{org}/{repo}/ci/runs/{number}"
+      ])
       const listsWithoutCount = operations.flatMap(({ operation, route }) => {
         if (!route.startsWith("GET ") || notLists.has(route)) return []
         const schema = resolve(operation.responses?.["200"]?.content?.["application/json"]?.schema)

@@ -22,6 +22,8 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
   Effect.acquireRelease(
     Effect.promise(async (): Promise<RunnerProcess> => {
       const dataDir = Fs.mkdtempSync(Path.join(Os.tmpdir(), "canopy-runner-"))
+      // The runner's CI work folder, beside its data (a killed runner cannot remove its own).
+      Fs.mkdirSync(ciWorkDir(dataDir), { mode: 0o711 })
       // A port picked here is free only until someone binds it: in embedded mode the runner's
       // own Postgres (which also picks a free port) can take it first. Then the runner exits
       // with EADDRINUSE and is started again on other ports.
@@ -37,6 +39,7 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
         // Remove the runner's data folder (it holds a master key) once the process is gone.
         const cleanUp = () => {
           Fs.rmSync(runner.dataDir, { recursive: true, force: true })
+          Fs.rmSync(ciWorkDir(runner.dataDir), { recursive: true, force: true })
           resume(Effect.void)
         }
         if (runner.child.exitCode !== null || runner.child.signalCode !== null) return cleanUp()
@@ -44,6 +47,8 @@ export const startRunner = (databaseUrl: string, env?: Record<string, string>) =
         runner.child.kill("SIGKILL")
       })
   )
+
+const ciWorkDir = (dataDir: string) => `${dataDir}-ci`
 
 const spawnRunner = async (databaseUrl: string, dataDir: string, env: Record<string, string> | undefined) => {
   const [port, runnerPort] = [await freePort(), await freePort()]
@@ -57,6 +62,7 @@ const spawnRunner = async (databaseUrl: string, dataDir: string, env: Record<str
       RUNNER_ADDRESS: `127.0.0.1:${runnerPort}`,
       ADMIN_TOKEN: adminToken,
       DATA_DIR: dataDir,
+      CI_WORK_DIR: ciWorkDir(dataDir),
       OUTBOUND_ALLOW_PRIVATE: "true",
       ...env
     },
