@@ -1,4 +1,5 @@
 import { Layer } from "effect"
+import { AiLive } from "../services/ai/AiLive.ts"
 import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
 import { GitLive } from "../services/git/GitLive.ts"
@@ -35,6 +36,7 @@ import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
 import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
+import { AiReviewSignals } from "../src/entities/ai/AiReviewSignals.ts"
 import { CiTriggers } from "../src/entities/ci/CiTriggers.ts"
 import { CiWorker } from "../src/entities/ci/CiWorker.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
@@ -48,7 +50,6 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
-import { AiLive } from "./Ai.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -91,7 +92,8 @@ export const AppLive = (config: AppConfigShape) => {
     WebhookDelivery,
     PullRequestLive(),
     CiTriggers,
-    CiWorker
+    CiWorker,
+    AiReviewSignals
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(
     Layer.provideMerge(Challenges.layer),

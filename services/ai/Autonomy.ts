@@ -4,6 +4,7 @@ import { AiReviewSuggestionApplied } from "../../schemas/ai/AiReviewEvents.ts"
 import { MergeBlocked } from "../../schemas/pulls/PullRequests.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
+import { ServerMergeStatusChecks } from "../pulls/BranchRules.ts"
 import { type AiSuggestionRow, findAiSuggestions, insertComment } from "../pulls/Comments.ts"
 import { gatherReviews } from "../pulls/MergeChecks.ts"
 import { PullRequestCommands } from "../pulls/PullRequestCommands.ts"
@@ -39,7 +40,7 @@ type Verdict =
  * What the AI does beyond commenting (GUIDE §15): at `apply`, the safe suggestions of a
  * completed review, one commit each through the human suggestion path (author and
  * committer the bot); at `merge`, also the merge once the review is `positive` or
- * `neutral`, no critical suggestion is open, `ci/test` (when reported) succeeded and, with
+ * `neutral`, no critical suggestion is open, `ci/test` succeeded (when CI is enabled or reported) and, with
  * `requireHumanApproval`, a human approved. It comments whenever it applies, merges or stops.
  */
 export class Autonomy extends Context.Service<Autonomy, {
@@ -144,7 +145,11 @@ export class Autonomy extends Context.Service<Autonomy, {
           }
           const ci = (yield* statuses.latest(pull.repo.id, pull.row.head_sha)).get(CI_CONTEXT)
           if (ci === "failure" || ci === "error") return { _tag: "Stop", why: `CI (${CI_CONTEXT}) failed` } as Verdict
-          if (ci === "pending") return { _tag: "Wait", why: `waiting for CI (${CI_CONTEXT})` } as Verdict
+          // With CI enabled on the repository (GUIDE §14) the merge waits for its success.
+          const ciRequired = (yield* (yield* ServerMergeStatusChecks)(pull.repo)).includes(CI_CONTEXT)
+          if (ci === "pending" || (ciRequired && ci !== "success")) {
+            return { _tag: "Wait", why: `waiting for CI (${CI_CONTEXT})` } as Verdict
+          }
           if (requireHuman) {
             const approvals = (yield* withSql(gatherReviews(pull.row.id))).filter((r) =>
               r.state === "approved" && r.reviewerId !== pull.row.author_id && r.reviewerId !== botId
