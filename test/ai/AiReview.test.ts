@@ -52,7 +52,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
       const rows: ReadonlyArray<any> = yield* sql`SELECT api_key_enc FROM ai_settings`.pipe(Effect.orDie)
       const row = rows[0]
       expect(row.api_key_enc).not.toContain(KEY)
-      expect(row.api_key_enc.startsWith("v1.")).toBe(true)
+      expect(row.api_key_enc.startsWith("v2.")).toBe(true)
       // Removing the key while enabled is refused; unknown fields and bad values are 400s.
       expect((yield* settings({ apiKey: null })).status).toBe(400)
       expect((yield* settings({ autonomyLevel: "yolo" })).status).toBe(400)

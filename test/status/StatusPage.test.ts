@@ -157,7 +157,11 @@ describe("public status page", () => {
           timeout: 60_000
         })
         await page.click("#subscribe-form button[type=submit]")
-        await page.waitForFunction(`document.getElementById("subscribe-message").textContent !== ""`)
+        // The answer, once the form is no longer pending (it says "Subscribing…" meanwhile).
+        await page.waitForFunction(`(() => {
+          const message = document.getElementById("subscribe-message")
+          return message.textContent !== "" && !message.classList.contains("pending")
+        })()`)
         expect(await page.textContent("#subscribe-message")).toContain("Check your inbox")
         await page.screenshot({ path: artifactPath("status-page-subscribe.png") })
       })
