@@ -19,6 +19,7 @@ import webhookQueue from "./0019_webhook_queue.ts"
 import observeIssuePending from "./0020_observe_issue_pending.ts"
 import ci from "./0030_ci.ts"
 import aiReview from "./0040_ai_review.ts"
+import suggestionAppliedBy from "./0045_suggestion_applied_by.ts"
 import repositoryLifecycle from "./0050_repository_lifecycle.ts"
 import webhookSubscribedFrom from "./0070_webhook_subscribed_from.ts"
 import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
@@ -46,6 +47,7 @@ export const migrations = {
   "0020_observe_issue_pending": observeIssuePending,
   "0030_ci": ci,
   "0040_ai_review": aiReview,
+  "0045_suggestion_applied_by": suggestionAppliedBy,
   "0050_repository_lifecycle": repositoryLifecycle,
   "0070_webhook_subscribed_from": webhookSubscribedFrom,
   "0080_incident_maintenance_window": incidentMaintenanceWindow

@@ -106,8 +106,17 @@ export const findSuggestion = (sql: SqlClient.SqlClient, prId: string, id: strin
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
   )
 
-export const markSuggestionApplied = (sql: SqlClient.SqlClient, id: string, sha: string) =>
-  sql`UPDATE pr_suggestions SET state = 'applied', applied_sha = ${sha} WHERE id = ${id}`
+export const markSuggestionApplied = (sql: SqlClient.SqlClient, id: string, sha: string, appliedBy: string) =>
+  sql`UPDATE pr_suggestions SET state = 'applied', applied_sha = ${sha}, applied_by = ${appliedBy} WHERE id = ${id}`
+
+const AppliedBy = Schema.Struct({ applied_by: Schema.NullOr(Schema.String) })
+
+/** Who applied the suggestion whose commit is `sha` on the pull request (none: no suggestion made it). */
+export const suggestionApplier = (sql: SqlClient.SqlClient, prId: string, sha: string) =>
+  sql`SELECT applied_by FROM pr_suggestions WHERE pr_id = ${prId} AND applied_sha = ${sha}`.pipe(
+    decodeRows(AppliedBy),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]?.applied_by))
+  )
 
 /** An AI suggestion with its classification (GUIDE §15). */
 export const AiSuggestionRow = Schema.Struct({

@@ -201,5 +201,6 @@ export {
   dismissSuggestion,
   findAiSuggestions,
   insertComment,
-  insertSuggestion
+  insertSuggestion,
+  suggestionApplier
 } from "./CommentRows.ts"

@@ -53,6 +53,8 @@ export interface SuggestionInput {
   readonly author: { readonly name: string; readonly email: string }
   /** The applier; with `id` (the user's id) it is also the pusher of the `push` event. */
   readonly committer: { readonly name: string; readonly email: string; readonly id?: string | undefined }
+  /** Writes that commit with the branch's move (the suggestion marked applied by its commit). */
+  readonly alongside?: ((sha: string) => Effect.Effect<void>) | undefined
   readonly message: string
 }
 
@@ -215,7 +217,8 @@ export class SuggestionCommits extends Context.Service<SuggestionCommits, {
                   commands: [{ name: refName, oldSha: tip, newSha: commit }],
                   atomic: true,
                   pusher,
-                  serverCommit: true
+                  serverCommit: true,
+                  alongside: input.alongside?.(commit)
                 }).pipe(Effect.orDie)
                 if (result.ok) return { _tag: "Applied", sha: commit } as Attempt
                 if (result.reason === "fetch first") return { _tag: "Raced" } as Attempt

@@ -56,7 +56,9 @@ export class Suggestions extends Context.Service<Suggestions, {
           replacement: suggestion.replacement,
           author: { name: author?.name ?? author?.username ?? "unknown", email: author?.email ?? "" },
           committer: { name: actor.name, email: actor.email, id: actor.id },
-          message: `Apply suggestion to ${suggestion.path}\n\nSuggested in #${pull.row.number}.`
+          message: `Apply suggestion to ${suggestion.path}\n\nSuggested in #${pull.row.number}.`,
+          // Marked applied (and by whom) in the transaction that moves the branch.
+          alongside: (sha) => markSuggestionApplied(sql, id, sha, actor.id).pipe(Effect.asVoid, Effect.orDie)
         }).pipe(
           Effect.mapError((refused) =>
             new Conflict({
@@ -68,7 +70,6 @@ export class Suggestions extends Context.Service<Suggestions, {
             })
           )
         )
-        yield* markSuggestionApplied(sql, id, result.sha).pipe(Effect.orDie)
         return { applied: true, sha: result.sha }
       })
 

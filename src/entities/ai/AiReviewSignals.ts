@@ -11,6 +11,7 @@ import { Autonomy } from "../../../services/ai/Autonomy.ts"
 import { BOT_USERNAME } from "../../../services/ai/BotUser.ts"
 import { ReviewRunner } from "../../../services/ai/ReviewRunner.ts"
 import { Events } from "../../../services/events/Events.ts"
+import { suggestionApplier } from "../../../services/pulls/Comments.ts"
 import { openAtHead } from "../../../services/pulls/PullRequests.ts"
 import { PullRequests } from "../../../services/pulls/PullRequests.ts"
 import { Tenancy } from "../../../services/tenancy/Tenancy.ts"
@@ -36,10 +37,13 @@ export const AiReviewSignals = Layer.effectDiscard(Effect.gen(function*() {
     Effect.gen(function*() {
       const pull = yield* pulls.findById(prId)
       if (Option.isNone(pull)) return
-      // Pushed by the AI itself (an applied suggestion): not reviewed again.
-      if (sender !== null) {
-        const bot = yield* tenancy.findMember(pull.value.repo.orgId, BOT_USERNAME)
-        if (Option.isSome(bot) && bot.value.id === sender.id) return
+      // Pushed by the AI itself (a suggestion its bot applied): not reviewed again. The update's
+      // sender alone does not tell: another refresh of the entity may have seen the new head first.
+      const bot = yield* tenancy.findMember(pull.value.repo.orgId, BOT_USERNAME)
+      if (Option.isSome(bot)) {
+        if (sender !== null && bot.value.id === sender.id) return
+        const applier = yield* suggestionApplier(sql, prId, headSha).pipe(Effect.orDie)
+        if (Option.isSome(applier) && applier.value === bot.value.id) return
       }
       const id = yield* reviews.enqueueAuto(pull.value, headSha)
       if (Option.isSome(id)) yield* later(runner.kick(prId, id.value))
