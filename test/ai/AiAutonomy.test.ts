@@ -135,8 +135,12 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("AI re
         { timeoutMs: 60_000 }
       )
       expect(merged.body.mergedBy.username).toBe("canopy-ai")
-      const list = yield* comments(pr, number)
-      expect(list.some((c) => /Canopy AI merged this pull request/.test(c.body))).toBe(true)
+      // The bot says so in a comment, posted after the merge.
+      yield* eventually(
+        "the bot's merge comment",
+        comments(pr, number),
+        (list) => list.some((c) => /Canopy AI merged this pull request/.test(c.body))
+      )
     }))
 
   it.effect("merge: a needs_work review stops the flow with a comment", () =>
