@@ -2,6 +2,7 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { AiReview, AiSuggestion } from "../../schemas/ai/AiReviews.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
+import { refuseArchived } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { type AiSuggestionRow, findAiSuggestions } from "../pulls/Comments.ts"
 import { isOpen } from "../pulls/PullRequests.ts"
@@ -99,9 +100,7 @@ export class AiReviews extends Context.Service<AiReviews, {
 
       const trigger = Effect.fn("AiReviews.trigger")(function*(orgId: string, repoSlug: string, number: number) {
         const pull = yield* pulls.find(orgId, repoSlug, number)
-        if (pull.repo.archived) {
-          return yield* new Conflict({ message: `Repository '${pull.repo.slug}' is archived` })
-        }
+        yield* refuseArchived(pull.repo)
         if (!isOpen(pull.row)) {
           return yield* new Conflict({ message: `Pull request #${pull.row.number} is ${pull.row.state}` })
         }

@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import { AiReviewSuggestionApplied } from "../../schemas/ai/AiReviewEvents.ts"
 import type { AiSuggestion } from "../../schemas/ai/AiReviews.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
+import { refuseArchived } from "../git/Repositories.ts"
 import { dismissSuggestion, findAiSuggestions } from "../pulls/Comments.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import { Suggestions } from "../pulls/Suggestions.ts"
@@ -55,7 +56,7 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
       const apply = Effect.fn("AiSuggestions.apply")(
         function*(orgId: string, repoSlug: string, id: string, actor: Actor) {
           const { pull } = yield* locate(orgId, repoSlug, id)
-          if (pull.repo.archived) return yield* new Conflict({ message: `Repository '${repoSlug}' is archived` })
+          yield* refuseArchived(pull.repo)
           const result = yield* suggestions.apply(pull, actor, id)
           const after = Option.getOrThrow(yield* one(id))
           if (after.review_id !== null) {

@@ -5,7 +5,7 @@ import { Conflict, NotFound, ValidationError } from "../../schemas/platform/Erro
 import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { runGit } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
-import { type RepoRecord, Repositories } from "../git/Repositories.ts"
+import { refuseArchived, type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { ciConcurrentJobs, ciMinutesPerMonth } from "../tenancy/Plans.ts"
@@ -96,11 +96,10 @@ export class CiRuns extends Context.Service<CiRuns, {
       })
 
       const notEnabled = new Conflict({ message: "CI is not enabled for this repository (PATCH …/ci/config)" })
-      const archived = new Conflict({ message: "The repository is archived: CI runs are refused" })
 
       const trigger = Effect.fn("CiRuns.trigger")(
         function*(repo: RepoRecord, plan: Plan, sender: RunTrigger["sender"], input: TriggerRun) {
-          if (repo.archived) return yield* archived
+          yield* refuseArchived(repo)
           if (!(yield* settings.config(repo)).enabled) return yield* notEnabled
           const branches = yield* repos.branches(repo.orgId, repo.slug).pipe(Effect.orDie)
           const branch = branches.branches.find((candidate) => candidate.name === input.branch)
@@ -180,7 +179,7 @@ export class CiRuns extends Context.Service<CiRuns, {
       const rerun = Effect.fn("CiRuns.rerun")(
         function*(repo: RepoRecord, plan: Plan, number: number, sender: RunTrigger["sender"]) {
           const row = yield* find(repo, number)
-          if (repo.archived) return yield* archived
+          yield* refuseArchived(repo)
           if (!(yield* settings.config(repo)).enabled) return yield* notEnabled
           return yield* enqueue(repo, plan, {
             event: row.event,

@@ -103,7 +103,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI on
           polls++
           yield* realSleep(200)
         }
-        expect(polls).toBeGreaterThan(5)
+        // The job sleeps 3 s: the loop saw the run unfinished (and the pull request open) more than once,
+        // however slow each poll is on a busy machine.
+        expect(polls).toBeGreaterThan(1)
         expect((yield* ci.run(run.number)).body.run.conclusion).toBe("success")
         const merged = yield* eventually("auto-merge", pulls.get(number), (r) => r.body.state === "merged")
         expect(merged.body.state).toBe("merged")
