@@ -89,6 +89,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("Repos
       expect((yield* pulls.comment(opened.body.number, { body: "hi" })).status).toBe(409)
       const reopen = yield* pulls.patch(opened.body.number, { state: "open" })
       expect(reopen.status).toBe(409)
+      // CI runs and AI reviews are refused for the archive (before any other reason).
+      const run = yield* request(code(baseUrl, `/repos/${repo.slug}/${repo.name}/ci/runs`), {
+        method: "POST",
+        token: repo.key,
+        body: { branch: "main" }
+      })
+      expect(run.status).toBe(409)
+      expect(run.body.message).toContain("archived")
+      const review = yield* request(
+        code(baseUrl, `/repos/${repo.slug}/${repo.name}/pulls/${opened.body.number}/ai-review`),
+        {
+          method: "POST",
+          token: repo.key
+        }
+      )
+      expect(review.status).toBe(409)
+      expect(review.body.message).toContain("archived")
       // Fetches continue.
       yield* git.ok(["clone", "-q", repo.url, git.dir("archived-clone")])
 
