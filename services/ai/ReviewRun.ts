@@ -25,6 +25,7 @@ import type { ProviderHttpClient } from "./providers/ProviderHttp.ts"
 import { makeModel } from "./providers/Providers.ts"
 import { publishReviewEvent } from "./ReviewEvents.ts"
 import { commentBody, keepSuggestions, mergeAnswers, newSideText } from "./ReviewOutput.ts"
+import { makePhases, type Phases } from "./ReviewPhases.ts"
 import { leftOutSentence, planPrompt, type PriorComment } from "./ReviewPrompt.ts"
 
 /** The `ai/review` commit status context (GUIDE §15). */
@@ -70,56 +71,66 @@ export class ReviewRun extends Context.Service<ReviewRun, {
             )
         ).pipe(Effect.orDie)
 
-      const analyse = (review: AiReviewRow, pull: PullContext, usage: Ref.Ref<{ input: number; output: number }>) =>
+      const analyse = (
+        review: AiReviewRow,
+        pull: PullContext,
+        usage: Ref.Ref<{ input: number; output: number }>,
+        phases: Phases
+      ) =>
         Effect.gen(function*() {
-          const config = yield* settingsService.reviewConfig(pull.repo)
-          const files = yield* readDiff(pull, review.head_sha)
-          const earlier = yield* findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(
-            Effect.orDie
-          )
+          const files = yield* readDiff(pull, review.head_sha).pipe(phases.time("diff"))
+          const { config, earlier } = yield* Effect.all({
+            config: settingsService.reviewConfig(pull.repo),
+            earlier: findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(Effect.orDie)
+          }).pipe(phases.time("prompt"))
+          const timePrompt = phases.time("prompt")
           const prior: Array<PriorComment> = earlier.map((s) => ({
             path: s.path,
             startLine: s.start_line,
             endLine: s.end_line,
             title: s.title
           }))
-          const plan = planPrompt({
-            title: pull.row.title,
-            body: pull.row.body,
-            files,
-            focusAreas: config.settings.focus_areas,
-            prior
-          })
+          const plan = yield* timePrompt(Effect.sync(() =>
+            planPrompt({
+              title: pull.row.title,
+              body: pull.row.body,
+              files,
+              focusAreas: config.settings.focus_areas,
+              prior
+            })
+          ))
           const model = yield* makeModel(config.settings.model_provider, {
             baseUrl: config.settings.base_url,
             apiKey: config.apiKey,
             model: config.settings.model_name
-          })
+          }).pipe(phases.time("model"))
           const answers: Array<ModelAnswer> = []
           for (const call of plan.calls) {
             const response = yield* model.generateObject({
               prompt: Prompt.make([{ role: "system", content: plan.system }, { role: "user", content: call.user }]),
               schema: ModelAnswerSchema,
               objectName: "code_review"
-            })
+            }).pipe(phases.time("model"))
             yield* Ref.update(usage, (u) => ({
               input: u.input + (response.usage.inputTokens.total ?? 0),
               output: u.output + (response.usage.outputTokens.total ?? 0)
             }))
             answers.push(response.value)
           }
-          const merged = answers.length === 0
-            ? { summary: "Nothing to review in this diff.", overallSentiment: "positive" as const, suggestions: [] }
-            : mergeAnswers(answers)
-          const reviewed = plan.calls.flatMap((call) => call.files)
-          const kept = keepSuggestions(merged.suggestions, reviewed, prior)
-          // The lines each suggestion replaces, as the diff shows them at the head.
-          const shown = new Map(reviewed.map((file) => [file.path, newSideText(file.patch)]))
-          const originals = kept.map((s) => {
-            const text = shown.get(s.path)
-            return Array.from({ length: s.endLine - s.startLine + 1 }, (_, i) => text?.get(s.startLine + i) ?? "")
-          })
-          return { merged, kept, leftOut: plan.leftOut, originals }
+          return yield* phases.time("parse")(Effect.sync(() => {
+            const merged = answers.length === 0
+              ? { summary: "Nothing to review in this diff.", overallSentiment: "positive" as const, suggestions: [] }
+              : mergeAnswers(answers)
+            const reviewed = plan.calls.flatMap((call) => call.files)
+            const kept = keepSuggestions(merged.suggestions, reviewed, prior)
+            // The lines each suggestion replaces, as the diff shows them at the head.
+            const shown = new Map(reviewed.map((file) => [file.path, newSideText(file.patch)]))
+            const originals = kept.map((s) => {
+              const text = shown.get(s.path)
+              return Array.from({ length: s.endLine - s.startLine + 1 }, (_, i) => text?.get(s.startLine + i) ?? "")
+            })
+            return { merged, kept, leftOut: plan.leftOut, originals }
+          }))
         }).pipe(Effect.provide(aiContext))
 
       const reportStatus = (pull: PullContext, review: AiReviewRow, bot: Bot) => {
@@ -136,97 +147,119 @@ export class ReviewRun extends Context.Service<ReviewRun, {
         })
       }
 
-      const run = Effect.fn("ReviewRun.run")(function*(reviewId: string) {
-        const found = yield* reviewById(sql, reviewId).pipe(Effect.orDie)
-        if (Option.isNone(found) || found.value.status !== "queued") return Option.none<Finished>()
-        const pull = yield* pulls.findById(found.value.pr_id)
-        if (Option.isNone(pull)) return Option.none<Finished>()
-        const context = pull.value
-        yield* supersedeOlder(sql, context.row.id, reviewId, found.value.head_sha, yield* now).pipe(Effect.orDie)
-        if (!(yield* claimReview(sql, reviewId, yield* now).pipe(Effect.orDie))) return Option.none<Finished>()
-        const bot = yield* bots.ensure({ id: context.repo.orgId, slug: context.repo.orgSlug })
-        const started = yield* reload(reviewId)
-        yield* sql.withTransaction(
-          publishReviewEvent(AiReviewStarted, context.repo, context.row, started, bot, {})
-        ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-        yield* statuses.create(context.repo, started.head_sha, bot.id, {
-          state: "pending",
-          context: AI_REVIEW_CONTEXT,
-          description: "AI review running"
+      /** Claims the review and announces it (event, pending status); none when there is nothing to run. */
+      const claim = (reviewId: string) =>
+        Effect.gen(function*() {
+          const none = Option.none<{ bot: Bot; context: PullContext; started: AiReviewRow }>()
+          const found = yield* reviewById(sql, reviewId).pipe(Effect.orDie)
+          if (Option.isNone(found) || found.value.status !== "queued") return none
+          const pull = yield* pulls.findById(found.value.pr_id)
+          if (Option.isNone(pull)) return none
+          const context = pull.value
+          yield* supersedeOlder(sql, context.row.id, reviewId, found.value.head_sha, yield* now).pipe(Effect.orDie)
+          if (!(yield* claimReview(sql, reviewId, yield* now).pipe(Effect.orDie))) return none
+          const bot = yield* bots.ensure({ id: context.repo.orgId, slug: context.repo.orgSlug })
+          const started = yield* reload(reviewId)
+          yield* sql.withTransaction(
+            publishReviewEvent(AiReviewStarted, context.repo, context.row, started, bot, {})
+          ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          yield* statuses.create(context.repo, started.head_sha, bot.id, {
+            state: "pending",
+            context: AI_REVIEW_CONTEXT,
+            description: "AI review running"
+          })
+          return Option.some({ bot, context, started })
         })
 
+      const run = Effect.fn("ReviewRun.run")(function*(reviewId: string) {
+        const phases = yield* makePhases
+        const claimed = yield* claim(reviewId).pipe(phases.time("start"))
+        if (Option.isNone(claimed)) return Option.none<Finished>()
+        const { bot, context, started } = claimed.value
+
         const usage = yield* Ref.make({ input: 0, output: 0 })
-        const outcome = yield* Effect.result(analyse(started, context, usage))
+        const outcome = yield* Effect.result(analyse(started, context, usage, phases))
         const used = yield* Ref.get(usage)
         const at = yield* now
         if (outcome._tag === "Failure") {
           const sentence = errorSentence(started.provider, outcome.failure)
           yield* Effect.logWarning(`AI review ${reviewId} failed: ${sentence}`)
-          yield* sql.withTransaction(Effect.gen(function*() {
-            if (
-              !(yield* failReview(sql, reviewId, sentence, { inputTokens: used.input, outputTokens: used.output }, at))
-            ) {
-              return
-            }
-            const failed = yield* reload(reviewId)
-            yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
-          })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          yield* phases.time("post")(
+            sql.withTransaction(Effect.gen(function*() {
+              if (
+                !(yield* failReview(
+                  sql,
+                  reviewId,
+                  sentence,
+                  { inputTokens: used.input, outputTokens: used.output },
+                  at
+                ))
+              ) {
+                return
+              }
+              const failed = yield* reload(reviewId)
+              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
+            })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          )
         } else {
           const { kept, leftOut, merged, originals } = outcome.success
           const summary = [merged.summary.trim(), leftOutSentence(leftOut)].filter((s) => s !== "").join("\n\n")
-          yield* sql.withTransaction(Effect.gen(function*() {
-            for (const [i, s] of kept.entries()) {
-              const commentId = makeId("cmt")
-              yield* insertComment(sql, {
-                id: commentId,
-                prId: context.row.id,
-                authorId: bot.id,
-                body: commentBody(s),
-                path: s.path,
-                line: s.endLine,
-                startLine: s.startLine,
-                headSha: started.head_sha,
+          yield* phases.time("post")(
+            sql.withTransaction(Effect.gen(function*() {
+              for (const [i, s] of kept.entries()) {
+                const commentId = makeId("cmt")
+                yield* insertComment(sql, {
+                  id: commentId,
+                  prId: context.row.id,
+                  authorId: bot.id,
+                  body: commentBody(s),
+                  path: s.path,
+                  line: s.endLine,
+                  startLine: s.startLine,
+                  headSha: started.head_sha,
+                  now: at
+                })
+                yield* insertSuggestion(sql, {
+                  id: makeId("sug"),
+                  prId: context.row.id,
+                  commentId,
+                  authorId: bot.id,
+                  path: s.path,
+                  startLine: s.startLine,
+                  endLine: s.endLine,
+                  originalLines: originals[i],
+                  replacement: s.replacement,
+                  headSha: started.head_sha,
+                  now: at,
+                  ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
+                })
+              }
+              const done = yield* completeReview(sql, reviewId, {
+                summary,
+                sentiment: merged.overallSentiment,
+                suggestions: kept.length,
+                security: kept.filter((s) => s.category === "security").length,
+                performance: kept.filter((s) => s.category === "performance").length,
+                inputTokens: used.input,
+                outputTokens: used.output,
+                skipped: leftOut.map((item) => item.path),
                 now: at
               })
-              yield* insertSuggestion(sql, {
-                id: makeId("sug"),
-                prId: context.row.id,
-                commentId,
-                authorId: bot.id,
-                path: s.path,
-                startLine: s.startLine,
-                endLine: s.endLine,
-                originalLines: originals[i],
-                replacement: s.replacement,
-                headSha: started.head_sha,
-                now: at,
-                ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
-              })
-            }
-            const done = yield* completeReview(sql, reviewId, {
-              summary,
-              sentiment: merged.overallSentiment,
-              suggestions: kept.length,
-              security: kept.filter((s) => s.category === "security").length,
-              performance: kept.filter((s) => s.category === "performance").length,
-              inputTokens: used.input,
-              outputTokens: used.output,
-              skipped: leftOut.map((item) => item.path),
-              now: at
-            })
-            // Superseded meanwhile: roll the comments back with it.
-            if (!done) return yield* Effect.fail("superseded" as const)
-            const completed = yield* reload(reviewId)
-            yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {})
-          })).pipe(
-            Effect.provideService(SqlClient.SqlClient, sql),
-            Effect.catchIf((e) => e === "superseded", () => Effect.void),
-            Effect.orDie
+              // Superseded meanwhile: roll the comments back with it.
+              if (!done) return yield* Effect.fail("superseded" as const)
+              const completed = yield* reload(reviewId)
+              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {})
+            })).pipe(
+              Effect.provideService(SqlClient.SqlClient, sql),
+              Effect.catchIf((e) => e === "superseded", () => Effect.void),
+              Effect.orDie
+            )
           )
         }
-        const finished = yield* reload(reviewId)
+        const finished = yield* reload(reviewId).pipe(phases.time("post"))
         if (finished.status === "running") return Option.none<Finished>()
-        yield* reportStatus(context, finished, bot)
+        yield* reportStatus(context, finished, bot).pipe(phases.time("status"))
+        yield* Effect.logInfo(phases.line(reviewId, finished.status))
         return Option.some({ review: finished, pull: context, bot })
       })
 
