@@ -1,6 +1,8 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import { ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
+import { appendStatement, type NewDomainEvent, notifySql } from "../events/Events.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /* The `ai_reviews` table: its row and every statement on it. */
@@ -62,21 +64,55 @@ export const reviewById = (sql: SqlClient.SqlClient, id: string) =>
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
   )
 
-/** Starts `id` unless another runner did, or it was superseded; answers whether it did. */
-export const claimReview = (sql: SqlClient.SqlClient, id: string, now: Date) =>
-  sql`
-    UPDATE ai_reviews SET status = 'running', started_at = ${now}
-    WHERE id = ${id} AND status = 'queued' RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+/**
+ * What a review's claim or completion writes with it in its one statement: other rows
+ * (CTE bodies, each inserting only when `when`, the claim or completion, holds) and events,
+ * appended in order under the same condition.
+ */
+export interface WithIt {
+  readonly writes: (when: Statement.Fragment) => ReadonlyArray<Statement.Fragment>
+  readonly events: ReadonlyArray<NewDomainEvent>
+}
 
-/** Older reviews of the pull request that never finished: superseded by `id`. */
-export const supersedeOlder = (sql: SqlClient.SqlClient, prId: string, id: string, headSha: string, now: Date) =>
-  sql`
-    UPDATE ai_reviews SET status = 'failed', completed_at = ${now},
-      error = ${`Superseded by a newer review (of ${headSha.slice(0, 7)})`}
-    WHERE pr_id = ${prId} AND id <> ${id} AND status IN ('queued', 'running')
-      AND seq < (SELECT seq FROM ai_reviews WHERE id = ${id})`
+/** `WITH <name> AS (<change> RETURNING …), …writes, appended AS (…) SELECT <the row> FROM <name>`. */
+const changeWith = (sql: SqlClient.SqlClient, name: string, change: Statement.Fragment, also: WithIt) => {
+  const when = sql`EXISTS (SELECT 1 FROM ${sql(name)})`
+  const writes = also.writes(when).map((write, i) => sql`${sql(`write_${i}`)} AS (${write}),`)
+  return sql`
+    WITH ${sql(name)} AS (${change} RETURNING *),
+    ${sql.join(" ", false)(writes)}
+    appended AS (${appendStatement(sql, also.events, when)})
+    SELECT ${columns(sql)}, ${notifySql(sql, "appended")} AS notified FROM ${sql(name)}`.pipe(
+    decodeRows(AiReviewRow),
+    Effect.map((rows) => Option.fromNullishOr(rows[0]))
+  )
+}
 
-export const completeReview = (sql: SqlClient.SqlClient, id: string, result: {
+/**
+ * Starts `id` unless another runner did or it was superseded, in one statement: older
+ * unfinished reviews of its pull request are superseded by it, and `also` (its
+ * `ai_review.started` event, its `pending` status) is written only when the claim succeeds;
+ * the started row.
+ */
+export const startReview = (sql: SqlClient.SqlClient, id: string, now: Date, superseding: string, also: WithIt) =>
+  changeWith(
+    sql,
+    "claimed",
+    sql`UPDATE ai_reviews SET status = 'running', started_at = ${now} WHERE id = ${id} AND status = 'queued'`,
+    {
+      writes: (when) => [
+        sql`
+          UPDATE ai_reviews o SET status = 'failed', completed_at = ${now}, error = ${superseding}
+          FROM claimed c
+          WHERE o.pr_id = c.pr_id AND o.id <> c.id AND o.status IN ('queued', 'running') AND o.seq < c.seq
+          RETURNING 1`,
+        ...also.writes(when)
+      ],
+      events: also.events
+    }
+  )
+
+export interface ReviewResult {
   readonly summary: string
   readonly sentiment: string
   readonly suggestions: number
@@ -86,14 +122,26 @@ export const completeReview = (sql: SqlClient.SqlClient, id: string, result: {
   readonly outputTokens: number
   readonly skipped: ReadonlyArray<string>
   readonly now: Date
-}) =>
-  sql`
-    UPDATE ai_reviews SET status = 'completed', summary = ${result.summary}, overall_sentiment = ${result.sentiment},
-      suggestions_count = ${result.suggestions}, security_issues = ${result.security},
-      performance_issues = ${result.performance}, input_tokens = ${result.inputTokens},
-      output_tokens = ${result.outputTokens}, skipped_files = ${JSON.stringify(result.skipped)}::jsonb,
-      completed_at = ${result.now}
-    WHERE id = ${id} AND status = 'running' RETURNING id`.pipe(Effect.map((rows) => rows.length > 0))
+}
+
+/**
+ * Completes `id` while it is `running`, in one statement with `also` (its comments and
+ * suggestions, its `ai_review.completed` event and its status); the completed row, none when
+ * the review is no longer running (superseded meanwhile: nothing is written).
+ */
+export const completeReview = (sql: SqlClient.SqlClient, id: string, result: ReviewResult, also: WithIt) =>
+  changeWith(
+    sql,
+    "completed",
+    sql`
+      UPDATE ai_reviews SET status = 'completed', summary = ${result.summary},
+        overall_sentiment = ${result.sentiment}, suggestions_count = ${result.suggestions},
+        security_issues = ${result.security}, performance_issues = ${result.performance},
+        input_tokens = ${result.inputTokens}, output_tokens = ${result.outputTokens},
+        skipped_files = ${JSON.stringify(result.skipped)}::jsonb, completed_at = ${result.now}
+      WHERE id = ${id} AND status = 'running'`,
+    also
+  )
 
 export const failReview = (sql: SqlClient.SqlClient, id: string, error: string, usage: {
   readonly inputTokens: number

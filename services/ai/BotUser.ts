@@ -16,6 +16,8 @@ export interface Bot {
  */
 export class BotUser extends Context.Service<BotUser, {
   ensure(org: { readonly id: string; readonly slug: string }): Effect.Effect<Bot>
+  /** The organization's bot, if it has one yet. */
+  find(orgId: string): Effect.Effect<Option.Option<Bot>>
 }>()("canopy/ai/BotUser") {
   static readonly layer = Layer.effect(
     BotUser,
@@ -34,14 +36,15 @@ export class BotUser extends Context.Service<BotUser, {
           name: "Canopy AI",
           role: "member"
         })
+      const find = (orgId: string) => Effect.map(tenancy.findMember(orgId, BOT_USERNAME), Option.map(toBot))
       const ensure = (org: { readonly id: string; readonly slug: string }) =>
         Effect.gen(function*() {
-          const found = yield* tenancy.findMember(org.id, BOT_USERNAME)
-          if (Option.isSome(found)) return toBot(found.value)
+          const found = yield* find(org.id)
+          if (Option.isSome(found)) return found.value
           // Two first reviews at once: the loser of the insert finds the winner's user.
           return toBot(yield* add(org.slug).pipe(Effect.retry({ times: 2 })))
         }).pipe(Effect.orDie)
-      return BotUser.of({ ensure })
+      return BotUser.of({ ensure, find })
     })
   )
 }

@@ -20,6 +20,27 @@ export const eventReview = (row: AiReviewRow): EventAiReview => ({
   error: row.error
 })
 
+/** An `ai_review.*` event with the common fields plus `extra`, as of `now`. */
+export const reviewEvent = <A>(
+  type: EventType<A>,
+  repo: RepoRecord,
+  pr: PrRow,
+  review: AiReviewRow,
+  sender: { readonly id: string; readonly name: string } | null,
+  extra: Omit<A, "repository" | "pullRequest" | "aiReview" | "sender" | "timestamp">,
+  now: number
+) => {
+  const data = {
+    repository: eventRepository(repo),
+    pullRequest: toEventPullRequest(pr),
+    aiReview: eventReview(review),
+    sender: sender === null ? null : { id: sender.id, name: sender.name },
+    timestamp: new Date(now).toISOString(),
+    ...extra
+  } as A
+  return type.make(repo.orgId, data)
+}
+
 /** Publishes an `ai_review.*` event with the common fields plus `extra`, in the caller's transaction. */
 export const publishReviewEvent = <A>(
   type: EventType<A>,
@@ -31,13 +52,5 @@ export const publishReviewEvent = <A>(
 ) =>
   Effect.gen(function*() {
     const now = yield* Clock.currentTimeMillis
-    const data = {
-      repository: eventRepository(repo),
-      pullRequest: toEventPullRequest(pr),
-      aiReview: eventReview(review),
-      sender: sender === null ? null : { id: sender.id, name: sender.name },
-      timestamp: new Date(now).toISOString(),
-      ...extra
-    } as A
-    yield* publish(type.make(repo.orgId, data))
+    yield* publish(reviewEvent(type, repo, pr, review, sender, extra, now))
   })

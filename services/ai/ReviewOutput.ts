@@ -24,11 +24,20 @@ export const keepSuggestions = (
   files: ReadonlyArray<ChangedFile>,
   prior: ReadonlyArray<PriorComment>
 ): ReadonlyArray<ModelSuggestion> => {
-  const shown = new Map(files.map((file) => [file.path, newSideLines(file.patch)]))
+  // Only the files suggestions name are read line by line (a diff may have thousands).
+  const byPath = new Map(files.map((file) => [file.path, file]))
+  const shown = new Map<string, ReadonlySet<number>>()
+  const linesOf = (path: string) => {
+    const file = byPath.get(path)
+    if (file === undefined) return undefined
+    let lines = shown.get(path)
+    if (lines === undefined) shown.set(path, lines = newSideLines(file.patch))
+    return lines
+  }
   const kept: Array<ModelSuggestion> = []
   for (const raw of suggestions) {
     const s = { ...raw, endLine: Math.max(raw.startLine, raw.endLine) }
-    const lines = shown.get(s.path)
+    const lines = linesOf(s.path)
     if (lines === undefined || !Number.isInteger(s.startLine) || s.startLine < 1) continue
     let inside = true
     for (let n = s.startLine; n <= s.endLine && inside; n++) inside = lines.has(n)
@@ -63,6 +72,21 @@ export const newSideText = (patch: string): ReadonlyMap<number, string> => {
     next++
   }
   return lines
+}
+
+/** The lines each suggestion replaces, as the diff shows them at the head. */
+export const originalLines = (
+  kept: ReadonlyArray<ModelSuggestion>,
+  files: ReadonlyArray<ChangedFile>
+): ReadonlyArray<ReadonlyArray<string>> => {
+  const byPath = new Map(files.map((file) => [file.path, file]))
+  const shown = new Map<string, ReadonlyMap<number, string>>()
+  return kept.map((s) => {
+    let text = shown.get(s.path)
+    const file = byPath.get(s.path)
+    if (text === undefined && file !== undefined) shown.set(s.path, text = newSideText(file.patch))
+    return Array.from({ length: s.endLine - s.startLine + 1 }, (_, i) => text?.get(s.startLine + i) ?? "")
+  })
 }
 
 /** Several calls' answers as one: the least favourable sentiment, the summaries joined. */

@@ -6,30 +6,40 @@ import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schema
 import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
-import { CommitStatuses } from "../protection/CommitStatuses.ts"
-import { findAiSuggestions, insertComment, insertSuggestion } from "../pulls/Comments.ts"
-import { diffAgainstMergeBase, parseDiff } from "../pulls/PullDiff.ts"
+import { CommitStatuses, statusReport } from "../protection/CommitStatuses.ts"
+import { findAiSuggestions, insertCommentsStatement, insertSuggestionsStatement } from "../pulls/Comments.ts"
+import { diffSinceMergeBase, parseDiff } from "../pulls/PullDiff.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
-import {
-  type AiReviewRow,
-  claimReview,
-  completeReview,
-  failReview,
-  reviewById,
-  supersedeOlder
-} from "./AiReviewRows.ts"
+import { type AiReviewRow, completeReview, failReview, reviewById, startReview } from "./AiReviewRows.ts"
 import { AiSettings } from "./AiSettings.ts"
 import { type Bot, BotUser } from "./BotUser.ts"
 import { errorSentence } from "./ErrorSentence.ts"
 import type { ProviderHttpClient } from "./providers/ProviderHttp.ts"
 import { makeModel } from "./providers/Providers.ts"
-import { publishReviewEvent } from "./ReviewEvents.ts"
-import { commentBody, keepSuggestions, mergeAnswers, newSideText } from "./ReviewOutput.ts"
+import { publishReviewEvent, reviewEvent } from "./ReviewEvents.ts"
+import { commentBody, keepSuggestions, mergeAnswers, originalLines } from "./ReviewOutput.ts"
 import { makePhases, type Phases } from "./ReviewPhases.ts"
 import { leftOutSentence, planPrompt, type PriorComment } from "./ReviewPrompt.ts"
 
 /** The `ai/review` commit status context (GUIDE §15). */
 export const AI_REVIEW_CONTEXT = "ai/review"
+
+const PENDING = { state: "pending", context: AI_REVIEW_CONTEXT, description: "AI review running" } as const
+
+/** The `ai/review` status of a finished review: `error` when it failed, `failure` when work is needed. */
+const finalStatus = (review: AiReviewRow) => {
+  const open = review.status === "completed" && review.overall_sentiment !== "needs_work"
+  const state = review.status === "failed" ? "error" as const : open ? "success" as const : "failure" as const
+  return {
+    state,
+    context: AI_REVIEW_CONTEXT,
+    description: review.status === "failed"
+      ? "The AI review failed"
+      : state === "success"
+      ? `AI review: ${review.overall_sentiment}, ${review.suggestions_count} suggestions`
+      : "AI review: changes needed"
+  }
+}
 
 export interface Finished {
   readonly review: AiReviewRow
@@ -41,12 +51,18 @@ export interface Finished {
  * One review from `queued` to `completed` or `failed` (GUIDE §15): claims it (superseding
  * older unfinished ones), reports `ai/review` pending, sends the diff to the model in as
  * few calls as the budget allows, keeps the suggestions worth posting, and posts them as
- * the bot's inline comments with the review's completion and event in one transaction.
+ * the bot's inline comments with the review's completion and event in one statement.
  * Answers the finished review, or none when there was nothing to run (claimed elsewhere,
  * superseded, gone).
+ *
+ * Its time around the model is counted in round trips (`npm run bench:ai`): the claim and
+ * the `started` event are one statement, the `pending` status is reported while the diff is
+ * read, the settings and earlier suggestions are read beside the diff (one git process),
+ * and the posting is one statement whatever the number of suggestions.
  */
 export class ReviewRun extends Context.Service<ReviewRun, {
-  run(reviewId: string): Effect.Effect<Option.Option<Finished>>
+  /** Runs the review `queued` (a row read once it was committed). */
+  run(queued: AiReviewRow): Effect.Effect<Option.Option<Finished>>
 }>()("canopy/ai/ReviewRun") {
   static readonly layer = Layer.effect(
     ReviewRun,
@@ -61,36 +77,39 @@ export class ReviewRun extends Context.Service<ReviewRun, {
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
       const reload = (id: string) => Effect.map(reviewById(sql, id).pipe(Effect.orDie), Option.getOrThrow)
 
-      /** The diff's files and, for each suggestion's file, its lines at the head. */
+      /** The diff's files. */
       const readDiff = (pull: PullContext, headSha: string) =>
         cache.use(
           pull.repo,
           (synced) =>
-            diffAgainstMergeBase({ dir: synced.dir, env: {} }, pull.row.base_sha, headSha).pipe(
-              Effect.map(parseDiff)
-            )
+            diffSinceMergeBase({ dir: synced.dir, env: {} }, pull.row.base_sha, headSha).pipe(Effect.map(parseDiff))
         ).pipe(Effect.orDie)
 
+      /** What a review reads before calling the model; git works in its own process meanwhile. */
+      const gather = (pull: PullContext, headSha: string, phases: Phases) =>
+        Effect.all({
+          files: readDiff(pull, headSha).pipe(phases.time("diff")),
+          config: settingsService.reviewConfig(pull.repo).pipe(phases.time("prompt")),
+          earlier: findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(
+            Effect.orDie,
+            phases.time("prompt")
+          )
+        }, { concurrency: "unbounded" })
+
       const analyse = (
-        review: AiReviewRow,
         pull: PullContext,
+        { config, earlier, files }: Effect.Success<ReturnType<typeof gather>>,
         usage: Ref.Ref<{ input: number; output: number }>,
         phases: Phases
       ) =>
         Effect.gen(function*() {
-          const files = yield* readDiff(pull, review.head_sha).pipe(phases.time("diff"))
-          const { config, earlier } = yield* Effect.all({
-            config: settingsService.reviewConfig(pull.repo),
-            earlier: findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(Effect.orDie)
-          }).pipe(phases.time("prompt"))
-          const timePrompt = phases.time("prompt")
           const prior: Array<PriorComment> = earlier.map((s) => ({
             path: s.path,
             startLine: s.start_line,
             endLine: s.end_line,
             title: s.title
           }))
-          const plan = yield* timePrompt(Effect.sync(() =>
+          const plan = yield* phases.time("prompt")(Effect.sync(() =>
             planPrompt({
               title: pull.row.title,
               body: pull.row.body,
@@ -123,64 +142,65 @@ export class ReviewRun extends Context.Service<ReviewRun, {
               : mergeAnswers(answers)
             const reviewed = plan.calls.flatMap((call) => call.files)
             const kept = keepSuggestions(merged.suggestions, reviewed, prior)
-            // The lines each suggestion replaces, as the diff shows them at the head.
-            const shown = new Map(reviewed.map((file) => [file.path, newSideText(file.patch)]))
-            const originals = kept.map((s) => {
-              const text = shown.get(s.path)
-              return Array.from({ length: s.endLine - s.startLine + 1 }, (_, i) => text?.get(s.startLine + i) ?? "")
-            })
-            return { merged, kept, leftOut: plan.leftOut, originals }
+            return { merged, kept, leftOut: plan.leftOut, originals: originalLines(kept, reviewed) }
           }))
         }).pipe(Effect.provide(aiContext))
 
-      const reportStatus = (pull: PullContext, review: AiReviewRow, bot: Bot) => {
-        const open = review.status === "completed" && review.overall_sentiment !== "needs_work"
-        const state = review.status === "failed" ? "error" as const : open ? "success" as const : "failure" as const
-        return statuses.create(pull.repo, review.head_sha, bot.id, {
-          state,
-          context: AI_REVIEW_CONTEXT,
-          description: review.status === "failed"
-            ? "The AI review failed"
-            : state === "success"
-            ? `AI review: ${review.overall_sentiment}, ${review.suggestions_count} suggestions`
-            : "AI review: changes needed"
-        })
-      }
+      const reportStatus = (pull: PullContext, review: AiReviewRow, bot: Bot) =>
+        statuses.create(pull.repo, review.head_sha, bot.id, finalStatus(review))
 
-      /** Claims the review and announces it (event, pending status); none when there is nothing to run. */
-      const claim = (reviewId: string) =>
+      /**
+       * Claims the review with its `started` event and `pending` status (one statement); none
+       * when another runner did or it was superseded.
+       */
+      const claim = (queued: AiReviewRow, context: PullContext, found: Option.Option<Bot>) =>
         Effect.gen(function*() {
-          const none = Option.none<{ bot: Bot; context: PullContext; started: AiReviewRow }>()
-          const found = yield* reviewById(sql, reviewId).pipe(Effect.orDie)
-          if (Option.isNone(found) || found.value.status !== "queued") return none
-          const pull = yield* pulls.findById(found.value.pr_id)
-          if (Option.isNone(pull)) return none
-          const context = pull.value
-          yield* supersedeOlder(sql, context.row.id, reviewId, found.value.head_sha, yield* now).pipe(Effect.orDie)
-          if (!(yield* claimReview(sql, reviewId, yield* now).pipe(Effect.orDie))) return none
-          const bot = yield* bots.ensure({ id: context.repo.orgId, slug: context.repo.orgSlug })
-          const started = yield* reload(reviewId)
-          yield* sql.withTransaction(
-            publishReviewEvent(AiReviewStarted, context.repo, context.row, started, bot, {})
-          ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-          yield* statuses.create(context.repo, started.head_sha, bot.id, {
-            state: "pending",
-            context: AI_REVIEW_CONTEXT,
-            description: "AI review running"
-          })
-          return Option.some({ bot, context, started })
+          const bot = Option.isSome(found) && queued.org_id === context.repo.orgId
+            ? found.value
+            : yield* bots.ensure({ id: context.repo.orgId, slug: context.repo.orgSlug })
+          const at = yield* now
+          // The event carries the row as the claim leaves it.
+          const running: AiReviewRow = { ...queued, status: "running", started_at: at }
+          const pending = statusReport(sql, context.repo, running.head_sha, bot.id, PENDING)
+          const started = yield* startReview(
+            sql,
+            queued.id,
+            at,
+            `Superseded by a newer review (of ${queued.head_sha.slice(0, 7)})`,
+            {
+              writes: () => [pending.statement],
+              events: [
+                reviewEvent(AiReviewStarted, context.repo, context.row, running, bot, {}, at.getTime()),
+                pending.event
+              ]
+            }
+          ).pipe(Effect.orDie)
+          return Option.map(started, (started) => ({ bot, started }))
         })
 
-      const run = Effect.fn("ReviewRun.run")(function*(reviewId: string) {
+      const run = Effect.fn("ReviewRun.run")(function*(queued: AiReviewRow) {
+        if (queued.status !== "queued") return Option.none<Finished>()
+        const reviewId = queued.id
         const phases = yield* makePhases
-        const claimed = yield* claim(reviewId).pipe(phases.time("start"))
+        const [pull, found] = yield* Effect.all([pulls.findById(queued.pr_id), bots.find(queued.org_id)], {
+          concurrency: "unbounded"
+        }).pipe(phases.time("start"))
+        if (Option.isNone(pull)) return Option.none<Finished>()
+        const context = pull.value
+        // The reads run beside the claim: a claim lost to another runner only wastes them.
+        const [claimed, read] = yield* Effect.all([
+          claim(queued, context, found).pipe(phases.time("start")),
+          Effect.exit(gather(context, queued.head_sha, phases))
+        ], { concurrency: "unbounded" })
         if (Option.isNone(claimed)) return Option.none<Finished>()
-        const { bot, context, started } = claimed.value
+        const { bot, started } = claimed.value
+        const inputs = yield* read
 
         const usage = yield* Ref.make({ input: 0, output: 0 })
-        const outcome = yield* Effect.result(analyse(started, context, usage, phases))
+        const outcome = yield* Effect.result(analyse(context, inputs, usage, phases))
         const used = yield* Ref.get(usage)
         const at = yield* now
+        let finished: AiReviewRow
         if (outcome._tag === "Failure") {
           const sentence = errorSentence(started.provider, outcome.failure)
           yield* Effect.logWarning(`AI review ${reviewId} failed: ${sentence}`)
@@ -201,62 +221,79 @@ export class ReviewRun extends Context.Service<ReviewRun, {
               yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
             })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
           )
+          finished = yield* reload(reviewId).pipe(phases.time("post"))
         } else {
           const { kept, leftOut, merged, originals } = outcome.success
           const summary = [merged.summary.trim(), leftOutSentence(leftOut)].filter((s) => s !== "").join("\n\n")
-          yield* phases.time("post")(
-            sql.withTransaction(Effect.gen(function*() {
-              for (const [i, s] of kept.entries()) {
-                const commentId = makeId("cmt")
-                yield* insertComment(sql, {
-                  id: commentId,
-                  prId: context.row.id,
-                  authorId: bot.id,
-                  body: commentBody(s),
-                  path: s.path,
-                  line: s.endLine,
-                  startLine: s.startLine,
-                  headSha: started.head_sha,
-                  now: at
-                })
-                yield* insertSuggestion(sql, {
-                  id: makeId("sug"),
-                  prId: context.row.id,
-                  commentId,
-                  authorId: bot.id,
-                  path: s.path,
-                  startLine: s.startLine,
-                  endLine: s.endLine,
-                  originalLines: originals[i],
-                  replacement: s.replacement,
-                  headSha: started.head_sha,
-                  now: at,
-                  ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
-                })
-              }
-              const done = yield* completeReview(sql, reviewId, {
-                summary,
-                sentiment: merged.overallSentiment,
-                suggestions: kept.length,
-                security: kept.filter((s) => s.category === "security").length,
-                performance: kept.filter((s) => s.category === "performance").length,
-                inputTokens: used.input,
-                outputTokens: used.output,
-                skipped: leftOut.map((item) => item.path),
-                now: at
-              })
-              // Superseded meanwhile: roll the comments back with it.
-              if (!done) return yield* Effect.fail("superseded" as const)
-              const completed = yield* reload(reviewId)
-              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {})
-            })).pipe(
-              Effect.provideService(SqlClient.SqlClient, sql),
-              Effect.catchIf((e) => e === "superseded", () => Effect.void),
-              Effect.orDie
-            )
-          )
+          const result = {
+            summary,
+            sentiment: merged.overallSentiment,
+            suggestions: kept.length,
+            security: kept.filter((s) => s.category === "security").length,
+            performance: kept.filter((s) => s.category === "performance").length,
+            inputTokens: used.input,
+            outputTokens: used.output,
+            skipped: leftOut.map((item) => item.path),
+            now: at
+          }
+          const comments = kept.map((s) => ({
+            id: makeId("cmt"),
+            prId: context.row.id,
+            authorId: bot.id,
+            body: commentBody(s),
+            path: s.path,
+            line: s.endLine,
+            startLine: s.startLine,
+            headSha: started.head_sha,
+            now: at
+          }))
+          const suggestions = kept.map((s, i) => ({
+            id: makeId("sug"),
+            prId: context.row.id,
+            commentId: comments[i].id,
+            authorId: bot.id,
+            path: s.path,
+            startLine: s.startLine,
+            endLine: s.endLine,
+            originalLines: originals[i],
+            replacement: s.replacement,
+            headSha: started.head_sha,
+            now: at,
+            ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
+          }))
+          // The event carries the row as the completion leaves it.
+          const completed: AiReviewRow = {
+            ...started,
+            status: "completed",
+            summary,
+            overall_sentiment: merged.overallSentiment,
+            suggestions_count: result.suggestions,
+            security_issues: result.security,
+            performance_issues: result.performance,
+            input_tokens: used.input,
+            output_tokens: used.output,
+            skipped_files: result.skipped,
+            completed_at: at
+          }
+          const report = statusReport(sql, context.repo, completed.head_sha, bot.id, finalStatus(completed))
+          const done = yield* completeReview(sql, reviewId, result, {
+            writes: (when) => [
+              insertCommentsStatement(sql, comments, when),
+              insertSuggestionsStatement(sql, suggestions, when),
+              report.statement
+            ],
+            events: [
+              reviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {}, at.getTime()),
+              report.event
+            ]
+          }).pipe(Effect.orDie, phases.time("post"))
+          if (Option.isSome(done)) {
+            yield* Effect.logInfo(phases.line(reviewId, done.value.status))
+            return Option.some({ review: done.value, pull: context, bot })
+          }
+          // Superseded meanwhile: nothing was written; the row says how it ended.
+          finished = yield* reload(reviewId).pipe(phases.time("post"))
         }
-        const finished = yield* reload(reviewId).pipe(phases.time("post"))
         if (finished.status === "running") return Option.none<Finished>()
         yield* reportStatus(context, finished, bot).pipe(phases.time("status"))
         yield* Effect.logInfo(phases.line(reviewId, finished.status))

@@ -29,10 +29,11 @@ export class ReviewRunner extends Context.Service<ReviewRunner, {
       const fibers = yield* FiberMap.make<string>()
       const current = new Map<string, string>()
 
+      /** The review's row, once the transaction that queued it committed. */
       const visible = (reviewId: string) =>
         reviewById(sql, reviewId).pipe(
           Effect.orDie,
-          Effect.flatMap((row) => Option.isSome(row) ? Effect.void : Effect.fail("invisible" as const)),
+          Effect.flatMap((row) => Option.isSome(row) ? Effect.succeed(row.value) : Effect.fail("invisible" as const)),
           // The queuing transaction commits within moments; a rolled-back one never does.
           Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 1_500 }),
           Effect.option
@@ -40,8 +41,9 @@ export class ReviewRunner extends Context.Service<ReviewRunner, {
 
       const process = (prId: string, reviewId: string): Effect.Effect<void> =>
         Effect.gen(function*() {
-          if (Option.isNone(yield* visible(reviewId))) return
-          const finished = yield* reviews.run(reviewId)
+          const queued = yield* visible(reviewId)
+          if (Option.isNone(queued)) return
+          const finished = yield* reviews.run(queued.value)
           if (Option.isSome(finished)) yield* autonomy.afterReview(finished.value)
         }).pipe(
           Effect.catchCause((cause) => Effect.logError(`AI review ${reviewId} stopped`, cause)),

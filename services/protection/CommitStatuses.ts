@@ -1,5 +1,6 @@
 import { Context, Effect, Layer, Schema } from "effect"
 import { SqlClient } from "effect/sql"
+import type * as Statement from "effect/sql/Statement"
 import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/protection/CommitStatuses.ts"
 import { CommitStatusEvent, StatusState } from "../../schemas/protection/CommitStatuses.ts"
 import { publish } from "../events/Events.ts"
@@ -47,6 +48,34 @@ export const combinedState = (states: Iterable<StatusState>): StatusState => {
 const DEFAULT_CONTEXT = "default"
 
 /**
+ * A status report as a statement to embed in a larger one (`WITH s AS (${report.statement})`,
+ * with `report.event` appended by the caller's `appendStatement` in the same statement), for
+ * a reporter whose own rows change with the report (an AI review's claim and completion);
+ * inserted only when `when` (default true) holds.
+ */
+export const statusReport = (
+  sql: SqlClient.SqlClient,
+  repo: { readonly id: string; readonly orgId: string },
+  sha: string,
+  creatorId: string | null,
+  input: CreateCommitStatus,
+  when: Statement.Fragment = sql.literal("true")
+) => {
+  const id = makeId("status")
+  const context = input.context ?? DEFAULT_CONTEXT
+  return {
+    id,
+    statement: sql`
+      INSERT INTO commit_statuses (id, repo_id, sha, state, context, description, target_url, creator_id)
+      SELECT ${id}, ${repo.id}, ${sha}, ${input.state}, ${context}, ${input.description ?? null},
+        ${input.targetUrl ?? null}, ${creatorId}
+      WHERE ${when}
+      RETURNING 1`,
+    event: CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state })
+  }
+}
+
+/**
  * Commit statuses (GUIDE §12, GitHub's API): any CI reports `pending`, `success`,
  * `failure` or `error` per context; the latest per context is what merge checks read. Each
  * report publishes `commit_status` in its transaction, so pull requests with that head
@@ -73,16 +102,12 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
 
       const create = Effect.fn("CommitStatuses.create")(
         function*(repo: RepoRecord, sha: string, creatorId: string | null, input: CreateCommitStatus) {
-          const id = makeId("status")
-          const context = input.context ?? DEFAULT_CONTEXT
+          const report = statusReport(sql, repo, sha, creatorId, input)
           yield* sql.withTransaction(Effect.gen(function*() {
-            yield* sql`
-              INSERT INTO commit_statuses (id, repo_id, sha, state, context, description, target_url, creator_id)
-              VALUES (${id}, ${repo.id}, ${sha}, ${input.state}, ${context}, ${input.description ?? null},
-                      ${input.targetUrl ?? null}, ${creatorId})`
-            yield* publish(CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state }))
+            yield* report.statement
+            yield* publish(report.event)
           })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-          const [row] = yield* sql`${select} WHERE s.id = ${id}`.pipe(decodeRows(StatusRow), Effect.orDie)
+          const [row] = yield* sql`${select} WHERE s.id = ${report.id}`.pipe(decodeRows(StatusRow), Effect.orDie)
           return toStatus(row)
         }
       )

@@ -1,7 +1,9 @@
+import { PgTypes } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Suggestion } from "../../schemas/pulls/PullRequests.ts"
+import { pgArray as column } from "../platform/PgArrayParam.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /*
@@ -99,6 +101,64 @@ export const insertSuggestion = (sql: SqlClient.SqlClient, row: NewSuggestionRow
       ${row.endLine}, ${JSON.stringify(row.originalLines)}::jsonb, ${row.replacement}, ${row.headSha}, ${row.now},
       ${row.ai === undefined ? "user" : "ai"}, ${row.ai?.reviewId ?? null}, ${row.ai?.severity ?? null},
       ${row.ai?.category ?? null}, ${row.ai?.title ?? null})`
+
+/*
+ * Many rows in one round trip (an AI review's comments): `insertComment`/`insertSuggestion`
+ * as one multi-row insert each, the rows as one typed array per column (`unnest`), to embed
+ * as CTEs of a larger statement (`WITH c AS (${insertCommentsStatement(…)}), …`); `when`
+ * (default true) makes them conditional on the rest of it. A suggestion's comment may be
+ * inserted by a sibling CTE: the foreign key is checked at the end of the statement.
+ */
+
+const texts = (values: ReadonlyArray<string | null>) => column(values, PgTypes.OID.text)
+const ints = (values: ReadonlyArray<number | null>) => column(values, PgTypes.OID.int4)
+const stamps = (values: ReadonlyArray<Date>) => column(values, PgTypes.OID.timestamptz)
+
+export const insertCommentsStatement = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<NewCommentRow>,
+  when: Statement.Fragment = sql.literal("true")
+) =>
+  sql`
+    INSERT INTO pr_comments (id, pr_id, author_id, body, path, line, start_line, head_sha, created_at)
+    SELECT v.id, v.pr_id, v.author_id, v.body, v.path, v.line, v.start_line, v.head_sha, v.created_at
+    FROM unnest(${texts(rows.map((r) => r.id))}::text[], ${texts(rows.map((r) => r.prId))}::text[],
+      ${texts(rows.map((r) => r.authorId))}::text[], ${texts(rows.map((r) => r.body))}::text[],
+      ${texts(rows.map((r) => r.path))}::text[], ${ints(rows.map((r) => r.line))}::int4[],
+      ${ints(rows.map((r) => r.startLine))}::int4[], ${texts(rows.map((r) => r.headSha))}::text[],
+      ${stamps(rows.map((r) => r.now))}::timestamptz[])
+      WITH ORDINALITY AS v(id, pr_id, author_id, body, path, line, start_line, head_sha, created_at, n)
+    WHERE ${when}
+    ORDER BY v.n
+    RETURNING 1`
+
+export const insertSuggestionsStatement = (
+  sql: SqlClient.SqlClient,
+  rows: ReadonlyArray<NewSuggestionRow>,
+  when: Statement.Fragment = sql.literal("true")
+) =>
+  sql`
+    INSERT INTO pr_suggestions (id, pr_id, comment_id, author_id, path, start_line, end_line, original_lines,
+      replacement, head_sha, created_at, source, review_id, severity, category, title)
+    SELECT v.id, v.pr_id, v.comment_id, v.author_id, v.path, v.start_line, v.end_line, v.original_lines::jsonb,
+      v.replacement, v.head_sha, v.created_at, v.source, v.review_id, v.severity, v.category, v.title
+    FROM unnest(${texts(rows.map((r) => r.id))}::text[], ${texts(rows.map((r) => r.prId))}::text[],
+      ${texts(rows.map((r) => r.commentId))}::text[], ${texts(rows.map((r) => r.authorId))}::text[],
+      ${texts(rows.map((r) => r.path))}::text[], ${ints(rows.map((r) => r.startLine))}::int4[],
+      ${ints(rows.map((r) => r.endLine))}::int4[],
+      ${texts(rows.map((r) => JSON.stringify(r.originalLines)))}::text[],
+      ${texts(rows.map((r) => r.replacement))}::text[], ${texts(rows.map((r) => r.headSha))}::text[],
+      ${stamps(rows.map((r) => r.now))}::timestamptz[],
+      ${texts(rows.map((r) => r.ai === undefined ? "user" : "ai"))}::text[],
+      ${texts(rows.map((r) => r.ai?.reviewId ?? null))}::text[], ${
+    texts(rows.map((r) => r.ai?.severity ?? null))
+  }::text[],
+      ${texts(rows.map((r) => r.ai?.category ?? null))}::text[], ${texts(rows.map((r) => r.ai?.title ?? null))}::text[])
+      WITH ORDINALITY AS v(id, pr_id, comment_id, author_id, path, start_line, end_line, original_lines, replacement,
+        head_sha, created_at, source, review_id, severity, category, title, n)
+    WHERE ${when}
+    ORDER BY v.n
+    RETURNING 1`
 
 export const findSuggestion = (sql: SqlClient.SqlClient, prId: string, id: string) =>
   sql`SELECT * FROM pr_suggestions WHERE pr_id = ${prId} AND id = ${id}`.pipe(

@@ -201,6 +201,8 @@ export {
   dismissSuggestion,
   findAiSuggestions,
   insertComment,
+  insertCommentsStatement,
   insertSuggestion,
+  insertSuggestionsStatement,
   suggestionApplier
 } from "./CommentRows.ts"

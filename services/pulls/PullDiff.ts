@@ -25,6 +25,17 @@ export const diffAgainstMergeBase = (objects: Objects, target: string, head: str
     })
   })
 
+/**
+ * `diffAgainstMergeBase` in one git process: `git diff target...head` diffs from their merge
+ * base (the first, as `git merge-base` prints it, when there are several) to `head`.
+ */
+export const diffSinceMergeBase = (objects: Objects, target: string, head: string) =>
+  gitText({
+    gitDir: objects.dir,
+    env: objects.env,
+    args: ["-c", "core.quotepath=false", "diff", "--no-color", "--no-ext-diff", "-M", `${target}...${head}`]
+  })
+
 /** The paths changed from the merge base of `target` and `head` to `head`. */
 export const changedFiles = (objects: Objects, target: string, head: string) =>
   Effect.gen(function*() {
