@@ -34,8 +34,12 @@ export class ReviewRunner extends Context.Service<ReviewRunner, {
         reviewById(sql, reviewId).pipe(
           Effect.orDie,
           Effect.flatMap((row) => Option.isSome(row) ? Effect.succeed(row.value) : Effect.fail("invisible" as const)),
-          // The queuing transaction commits within moments; a rolled-back one never does.
-          Effect.retry({ schedule: Schedule.spaced("20 millis"), times: 1_500 }),
+          // The queuing transaction commits within moments (looked at after 2, 4, 8, 16 ms, then
+          // every 20 ms, so a review starts as soon as its row is visible); a rolled-back one never does.
+          Effect.retry({
+            schedule: Schedule.min([Schedule.exponential("2 millis"), Schedule.spaced("20 millis")]),
+            times: 1_500
+          }),
           Effect.option
         )
 

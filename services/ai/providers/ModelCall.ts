@@ -37,17 +37,38 @@ export const flatten = (prompt: Prompt.Prompt): { system: string; user: string }
   user: prompt.content.filter((m) => m.role !== "system").map(textOf).join("\n\n")
 })
 
+const memos = new WeakMap<LanguageModel.CodecTransformer, LanguageModel.CodecTransformer>()
+
+/**
+ * `transformer` once per schema: it derives a JSON Schema document (milliseconds), and a
+ * review asks for the same answer schema twice a call (the request, the decoding) and in
+ * every review. Schemas are immutable, so one result per schema object serves them all.
+ */
+export const memoized = (transformer: LanguageModel.CodecTransformer): LanguageModel.CodecTransformer => {
+  const known = memos.get(transformer)
+  if (known !== undefined) return known
+  const results = new WeakMap<object, ReturnType<LanguageModel.CodecTransformer>>()
+  const memo: LanguageModel.CodecTransformer = (schema) => {
+    let result = results.get(schema)
+    if (result === undefined) results.set(schema, result = transformer(schema))
+    return result as ReturnType<typeof transformer<any, any, any, any>>
+  }
+  memos.set(transformer, memo)
+  return memo
+}
+
 export const languageModel = (options: {
   readonly call: (request: ModelRequest) => Effect.Effect<ModelReply, AiError.AiError>
   readonly codecTransformer: LanguageModel.CodecTransformer
 }) => {
+  const codecTransformer = memoized(options.codecTransformer)
   const generate = (provider: LanguageModel.ProviderOptions) =>
     Effect.gen(function*() {
       const { system, user } = flatten(provider.prompt)
       const json = provider.responseFormat.type === "json"
         ? {
           name: provider.responseFormat.objectName,
-          schema: options.codecTransformer(provider.responseFormat.schema as never).jsonSchema
+          schema: codecTransformer(provider.responseFormat.schema as never).jsonSchema
         }
         : undefined
       const reply = yield* options.call({ system, user, json })
@@ -80,6 +101,6 @@ export const languageModel = (options: {
           return Stream.fromIterable(stream)
         })
       ),
-    codecTransformer: options.codecTransformer
+    codecTransformer
   })
 }
