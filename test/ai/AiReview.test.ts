@@ -72,7 +72,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("openai: a manual review (202) posts inline suggestions by canopy-ai, stores usage and sets ai/review", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl, sql } = yield* TestApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug())
       stub.setReview({
@@ -163,6 +163,33 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
       const ai = statuses.body.statuses.filter((s: any) => s.context === "ai/review")
       expect(ai[0].state).toBe("failure")
       expect(ai.map((s: any) => s.state)).toContain("pending")
+
+      // The events, in order: started with the pending status, completed (the row as stored) with the final status.
+      const events: ReadonlyArray<any> = yield* sql`
+        SELECT type, data FROM domain_events
+        WHERE (type LIKE 'ai_review.%' AND data->'aiReview'->>'id' = ${triggered.body.id})
+          OR (type = 'commit_status' AND data->>'sha' = ${pr.head} AND data->>'context' = 'ai/review')
+        ORDER BY tx, id`.pipe(Effect.orDie)
+      expect(events.map((e) => e.type === "commit_status" ? e.data.state : e.type)).toEqual([
+        "ai_review.started",
+        "pending",
+        "ai_review.completed",
+        "failure"
+      ])
+      expect(events[0].data.aiReview).toMatchObject({ status: "running", summary: null, suggestionsCount: 0 })
+      expect(events[2].data.aiReview).toEqual({
+        id: done.body.id,
+        status: "completed",
+        headSha: pr.head,
+        summary: done.body.summary,
+        overallSentiment: "needs_work",
+        suggestionsCount: 1,
+        securityIssues: 1,
+        performanceIssues: 0,
+        provider: "openai",
+        model: "gpt-4o-mini",
+        error: null
+      })
 
       // Dismiss with a reason; dismissing again is a conflict.
       const dismissed = yield* request(aiUrl(baseUrl, pr.repo, `/ai/suggestions/${suggestion.id}/dismiss`), {

@@ -1,11 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Exit, Option } from "effect"
+import { Effect, Exit, Option, Schema } from "effect"
+import { type LanguageModel, OpenAiStructuredOutput } from "effect/ai"
 import { AiReviewCompleted, aiReviewEventTypes } from "../../schemas/ai/AiReviewEvents.ts"
-import type { ModelSuggestion } from "../../schemas/ai/AiReviews.ts"
+import { ModelAnswer, type ModelSuggestion } from "../../schemas/ai/AiReviews.ts"
 import type { ChangedFile } from "../../schemas/pulls/PullRequests.ts"
 import { openApiKey, sealApiKey } from "../../services/ai/ApiKeySeal.ts"
+import { memoized } from "../../services/ai/providers/ModelCall.ts"
 import { retryAfterMs } from "../../services/ai/providers/ProviderHttp.ts"
-import { keepSuggestions, mergeAnswers } from "../../services/ai/ReviewOutput.ts"
+import { keepSuggestions, mergeAnswers, originalLines } from "../../services/ai/ReviewOutput.ts"
 import { estimateTokens, MAX_SUGGESTIONS, numberPatch, planPrompt } from "../../services/ai/ReviewPrompt.ts"
 import { Crypto } from "../../services/platform/Crypto.ts"
 import { NO_RULES } from "../../services/pulls/BranchRules.ts"
@@ -188,5 +190,32 @@ describe("ai_review webhook payloads", () => {
       action: "completed",
       ...data
     })
+  })
+})
+
+describe("review output and model calls", () => {
+  it("the structured output's codec transformer runs once per schema", () => {
+    let calls = 0
+    const counting: LanguageModel.CodecTransformer = (schema) => {
+      calls++
+      return OpenAiStructuredOutput.toCodecOpenAI(schema)
+    }
+    const cached = memoized(counting)
+    const first = cached(ModelAnswer)
+    expect(cached(ModelAnswer)).toBe(first)
+    expect(memoized(counting)(ModelAnswer)).toBe(first)
+    expect(calls).toBe(1)
+    expect(first.jsonSchema).toEqual(OpenAiStructuredOutput.toCodecOpenAI(ModelAnswer).jsonSchema)
+    cached(Schema.Struct({ other: Schema.String }))
+    expect(calls).toBe(2)
+  })
+
+  it("the replaced lines come from the diff of the files suggestions name", () => {
+    const files = [file("a.ts", 5), file("b.ts", 3)]
+    const kept = [
+      suggestion({ path: "b.ts", startLine: 2, endLine: 3 }),
+      suggestion({ path: "a.ts", startLine: 5, endLine: 5 })
+    ]
+    expect(originalLines(kept, files)).toEqual([["line 2 of b.ts", "line 3 of b.ts"], ["line 5 of a.ts"]])
   })
 })
