@@ -15,6 +15,7 @@ import {
   SANDBOX_PATH,
   sandboxArgv,
   sandboxAvailable,
+  type SandboxBind,
   type SandboxLimits
 } from "./Sandbox.ts"
 
@@ -38,6 +39,8 @@ export interface ExecOptions {
   /** Variables of the job (the spec's, the repository's); PATH and HOME are fixed by the executor. */
   readonly env: Readonly<Record<string, string>>
   readonly limits?: SandboxLimits | undefined
+  /** Host folders mounted read-write into the sandbox (besides the workspace and HOME). */
+  readonly binds?: ReadonlyArray<SandboxBind> | undefined
   /** Called with each piece of the job's output (stdout and stderr interleaved). */
   readonly onOutput: (chunk: Buffer) => void
 }
@@ -163,7 +166,8 @@ const makeBubblewrap = Effect.fnUntraced(function*(
         passwd: Path.join(workspace.dir, "passwd"),
         uid: workspace.uid,
         limits: options.limits ?? limits,
-        command: options.command
+        command: options.command,
+        binds: options.binds
       })
       // The job's whole environment: nothing of Canopy's own is inherited.
       const env = { ...options.env, PATH: SANDBOX_PATH, HOME: SANDBOX_HOME, LANG: "C.UTF-8", USER: "ci" }

@@ -33,6 +33,13 @@ export interface SandboxSpec {
   readonly uid: number
   readonly limits: SandboxLimits
   readonly command: string
+  /** Extra host folders mounted read-write (the cache transfer folder, the egress proxy's socket). */
+  readonly binds?: ReadonlyArray<SandboxBind> | undefined
+}
+
+export interface SandboxBind {
+  readonly host: string
+  readonly sandbox: string
 }
 
 export const SANDBOX_WORKSPACE = "/workspace"
@@ -147,6 +154,7 @@ export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
     "--bind",
     spec.workspace,
     SANDBOX_WORKSPACE,
+    ...(spec.binds ?? []).flatMap((bind) => ["--bind", bind.host, bind.sandbox]),
     "--chdir",
     SANDBOX_WORKSPACE,
     "--info-fd",
