@@ -6,7 +6,9 @@ import * as Os from "node:os"
 import * as Path from "node:path"
 import { runGit } from "../git/GitProcess.ts"
 import { RepoCache } from "../git/RepoCache.ts"
+import { makeOutboundGuard } from "../outbound/OutboundGuard.ts"
 import { BlobStore } from "../storage/BlobStore.ts"
+import { type EgressOptions, FORWARDER_SOURCE, PROXY_URL, startEgressProxy } from "./EgressProxy.ts"
 import { smudge } from "./LfsSmudge.ts"
 import {
   defaultLimits,
@@ -41,6 +43,8 @@ export interface ExecOptions {
   readonly limits?: SandboxLimits | undefined
   /** Host folders mounted read-write into the sandbox (besides the workspace and HOME). */
   readonly binds?: ReadonlyArray<SandboxBind> | undefined
+  /** Outbound network through the egress proxy when this runner has it on (default true). */
+  readonly network?: boolean | undefined
   /** Called with each piece of the job's output (stdout and stderr interleaved). */
   readonly onOutput: (chunk: Buffer) => void
 }
@@ -60,9 +64,10 @@ export class Executor extends Context.Service<Executor, {
   exec(workspace: Workspace, options: ExecOptions): Effect.Effect<JobExit, ExecutorError>
   /** Whether this machine can run jobs (bubblewrap, prlimit and setpriv present). */
   readonly available: boolean
+  /** `proxy`: jobs reach public addresses through the egress proxy; `none`: no network (`CI_NETWORK`). */
+  readonly network: "proxy" | "none"
 }>()("canopy/ci/Executor") {
-  static readonly layerBubblewrap = (options?: { readonly workDir?: string; readonly killGraceMs?: number }) =>
-    Layer.effect(Executor, makeBubblewrap(options))
+  static readonly layerBubblewrap = (options?: BubblewrapOptions) => Layer.effect(Executor, makeBubblewrap(options))
 }
 
 const fail = (message: string) => (cause: unknown) =>
@@ -86,9 +91,18 @@ const tool = (command: string, args: ReadonlyArray<string>) =>
 /** A host uid no account uses, fresh per run, so runs cannot touch each other's files or processes. */
 const freshUid = () => isRoot() ? 200_000 + Math.floor(Math.random() * 60_000) : process.getuid?.() ?? 65_534
 
-const makeBubblewrap = Effect.fnUntraced(function*(
-  options?: { readonly workDir?: string; readonly killGraceMs?: number }
-) {
+export interface BubblewrapOptions {
+  readonly workDir?: string
+  readonly killGraceMs?: number
+  /** The egress proxy's resolver and connector (tests point a public name at a local stand-in). */
+  readonly egress?: EgressOptions
+}
+
+/** A Node binary for the in-sandbox forwarder: the system's when it has one, else this process's. */
+const forwarderNode = () =>
+  ["/usr/local/bin/node", "/usr/bin/node"].find((path) => Fs.existsSync(path)) ?? Fs.realpathSync(process.execPath)
+
+const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) {
   const cache = yield* RepoCache
   const blobs = yield* BlobStore
   const configured = yield* Config.option(Config.String("CI_WORK_DIR"))
@@ -96,6 +110,20 @@ const makeBubblewrap = Effect.fnUntraced(function*(
   // One folder per process (removed when it stops), so runners sharing a machine never collide.
   const parent = options?.workDir ?? Option.getOrElse(configured, () => Os.tmpdir())
   const killGraceMs = options?.killGraceMs ?? 10_000
+  const networkSetting = yield* Config.String("CI_NETWORK").pipe(Config.withDefault("proxy"))
+  if (networkSetting !== "proxy" && networkSetting !== "none") {
+    yield* Effect.logWarning(`CI: CI_NETWORK=${networkSetting} is neither proxy nor none; jobs run without network`)
+  }
+  const network = networkSetting === "proxy" ? "proxy" as const : "none" as const
+  const allowCidrs = (yield* Config.String("CI_NETWORK_ALLOW_CIDRS").pipe(Config.withDefault("")))
+    .split(",").map((cidr) => cidr.trim()).filter((cidr) => cidr !== "")
+  // An invalid CIDR stops the start (a typo would otherwise silently block the mirror).
+  yield* Effect.try({
+    try: () => makeOutboundGuard({ allowPrivate: false, allowCidrs }),
+    catch: (error) => new ExecutorError({ message: `CI_NETWORK_ALLOW_CIDRS: ${String(error)}` })
+  }).pipe(Effect.orDie)
+  const egress: EgressOptions = { allowCidrs, ...options?.egress }
+  const node = network === "proxy" ? forwarderNode() : ""
   const limits: SandboxLimits = {
     ...defaultLimits,
     memoryBytes: (yield* Config.Int("CI_MEMORY_MB").pipe(Config.withDefault(defaultLimits.memoryBytes / 1024 ** 2))) *
@@ -149,6 +177,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(
             FsP.rm(tar, { force: true })
           )
           yield* smudge(blobs, repo.id, workspace)
+          if (network === "proxy") yield* egressProxy(dir, uid)
           if (isRoot()) {
             yield* tool("chown", ["-R", `${uid}:${uid}`, workspace, home])
             yield* Effect.tryPromise({ try: () => FsP.chown(dir, uid, uid), catch: fail("chown a workspace") })
@@ -158,8 +187,50 @@ const makeBubblewrap = Effect.fnUntraced(function*(
       )
     )
 
+  /** The run's egress proxy on `<dir>/net/proxy.sock` (closed with the workspace's scope). */
+  const egressProxy = (dir: string, uid: number) =>
+    Effect.gen(function*() {
+      const net = Path.join(dir, "net")
+      yield* Effect.tryPromise({
+        try: async () => {
+          await FsP.mkdir(net, { mode: 0o700 })
+          await FsP.writeFile(Path.join(net, "forward.js"), FORWARDER_SOURCE, { mode: 0o444 })
+        },
+        catch: fail("prepare the job's network")
+      })
+      yield* Effect.acquireRelease(
+        Effect.tryPromise({
+          try: () => startEgressProxy(Path.join(net, "proxy.sock"), egress),
+          catch: fail("start the egress proxy")
+        }),
+        (proxy) => Effect.promise(() => proxy.close())
+      )
+      if (isRoot()) {
+        yield* Effect.tryPromise({
+          try: async () => {
+            await FsP.chown(net, uid, uid)
+            await FsP.chown(Path.join(net, "proxy.sock"), uid, uid)
+          },
+          catch: fail("chown the job's network folder")
+        })
+      }
+    })
+
+  const proxyEnv: Record<string, string> = {
+    HTTP_PROXY: PROXY_URL,
+    HTTPS_PROXY: PROXY_URL,
+    http_proxy: PROXY_URL,
+    https_proxy: PROXY_URL,
+    NO_PROXY: "localhost,127.0.0.1,::1",
+    no_proxy: "localhost,127.0.0.1,::1",
+    // Node's own fetch honours the variables only when asked to (Node ≥ 24).
+    NODE_USE_ENV_PROXY: "1"
+  }
+
   const exec = (workspace: Workspace, options: ExecOptions) =>
     Effect.callback<JobExit, ExecutorError>((resume) => {
+      const withNetwork = network === "proxy" && options.network !== false &&
+        Fs.existsSync(Path.join(workspace.dir, "net", "proxy.sock"))
       const argv = sandboxArgv({
         workspace: Path.join(workspace.dir, "workspace"),
         home: Path.join(workspace.dir, "home"),
@@ -167,10 +238,18 @@ const makeBubblewrap = Effect.fnUntraced(function*(
         uid: workspace.uid,
         limits: options.limits ?? limits,
         command: options.command,
-        binds: options.binds
+        binds: options.binds,
+        network: withNetwork ? { dir: Path.join(workspace.dir, "net"), node } : undefined
       })
       // The job's whole environment: nothing of Canopy's own is inherited.
-      const env = { ...options.env, PATH: SANDBOX_PATH, HOME: SANDBOX_HOME, LANG: "C.UTF-8", USER: "ci" }
+      const env = {
+        ...(withNetwork ? proxyEnv : {}),
+        ...options.env,
+        PATH: SANDBOX_PATH,
+        HOME: SANDBOX_HOME,
+        LANG: "C.UTF-8",
+        USER: "ci"
+      }
       const child = spawn(argv[0], argv.slice(1), { env, stdio: ["ignore", "pipe", "pipe", "pipe"] })
       let initPid: number | undefined
       let closed = false
@@ -213,5 +292,10 @@ const makeBubblewrap = Effect.fnUntraced(function*(
       })
     })
 
-  return Executor.of({ checkout, exec, available: sandboxAvailable() && Fs.existsSync("/usr/bin/tar") })
+  return Executor.of({
+    checkout,
+    exec,
+    available: sandboxAvailable() && Fs.existsSync("/usr/bin/tar"),
+    network
+  })
 })

@@ -37,7 +37,22 @@ const connect = (host, port) => new Promise((resolve) => {
   socket.on("connect", () => done(true))
   socket.on("error", (e) => done(false, e.code))
 })
+// Through the job's egress proxy (HTTPS_PROXY): the status line of its answer to CONNECT.
+const viaProxy = (target) => new Promise((resolve) => {
+  const proxy = new URL(process.env.HTTPS_PROXY)
+  const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) })
+  let text = ""
+  socket.setTimeout(8000, () => { socket.destroy(); resolve("timeout") })
+  socket.on("connect", () => socket.write("CONNECT " + target + " HTTP/1.1\\r\\nHost: " + target + "\\r\\n\\r\\n"))
+  socket.on("data", (chunk) => { text += chunk; if (text.includes("\\r\\n")) { socket.destroy(); resolve(text.split("\\r\\n")[0]) } })
+  socket.on("error", (e) => resolve(e.code))
+})
 ;(async () => {
+  for (const target of cfg.proxied) {
+    const status = await viaProxy(target)
+    report("proxy " + target, !/ 403 /.test(status), status)
+  }
+  console.log("public via proxy: " + await viaProxy(cfg.public))
   for (const path of cfg.reads) {
     try { fs.readFileSync(path); report("read " + path, true) } catch (e) { report("read " + path, false, e.code) }
   }
@@ -110,7 +125,18 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
           ["1.1.1.1", 443]
         ],
         writes,
-        sleep: sleepSeconds
+        sleep: sleepSeconds,
+        // With the network on (the default), the proxy must refuse all of these.
+        proxied: [
+          `127.0.0.1:${appPort}`,
+          `localhost:${pgPort}`,
+          `[::1]:${appPort}`,
+          ...hostAddresses.map((address) => `${address}:${appPort}`),
+          "169.254.169.254:80",
+          "10.0.0.1:80",
+          "192.168.0.1:443"
+        ],
+        public: "1.1.1.1:443"
       }
       const { ci } = yield* ciRepo(git, baseUrl, `ci-escape-${process.pid}`, {
         config: {
@@ -139,6 +165,9 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
       expect(testLog).not.toMatch(/DATABASE_URL|MASTER_KEY|ADMIN_TOKEN|DATA_DIR|CANOPY_TEST_CANARY/)
       expect(testLog).toContain("blocked:proc")
       for (const [host, port] of config.targets) expect(testLog).toContain(`blocked:connect ${host}:${port}`)
+      for (const target of config.proxied) expect(testLog).toMatch(`blocked:proxy ${target} (HTTP/1.1 403 Forbidden)`)
+      // A public address passes the filter: 200, or 502 on a machine that cannot reach it; never 403.
+      expect(testLog).toMatch(/public via proxy: HTTP\/1\.1 (200 Connection Established|502 Bad Gateway)/)
       expect(testLog).toMatch(/uid=2\d{5} done/)
       // The fork bomb hit the process limit, the memory hog the memory limit, and both jobs ended.
       expect(yield* logOf("lint")).toMatch(/Cannot fork|Resource temporarily unavailable/)
