@@ -63,7 +63,6 @@ export class CiCaches extends Context.Service<CiCaches, {
           command,
           env: {},
           binds: [{ host: dir, sandbox: SANDBOX_CACHE }],
-          network: false,
           onOutput: (chunk) => output.push(chunk)
         }).pipe(
           Effect.timeoutOption(CACHE_TIMEOUT),

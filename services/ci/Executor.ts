@@ -43,7 +43,7 @@ export interface ExecOptions {
   readonly limits?: SandboxLimits | undefined
   /** Host folders mounted read-write into the sandbox (besides the workspace and HOME). */
   readonly binds?: ReadonlyArray<SandboxBind> | undefined
-  /** Outbound network through the egress proxy when this runner has it on (default true). */
+  /** Outbound network through the egress proxy, when this runner has it on (default false). */
   readonly network?: boolean | undefined
   /** Called with each piece of the job's output (stdout and stderr interleaved). */
   readonly onOutput: (chunk: Buffer) => void
@@ -229,7 +229,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
 
   const exec = (workspace: Workspace, options: ExecOptions) =>
     Effect.callback<JobExit, ExecutorError>((resume) => {
-      const withNetwork = network === "proxy" && options.network !== false &&
+      const withNetwork = network === "proxy" && options.network === true &&
         Fs.existsSync(Path.join(workspace.dir, "net", "proxy.sock"))
       const argv = sandboxArgv({
         workspace: Path.join(workspace.dir, "workspace"),

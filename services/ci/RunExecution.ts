@@ -84,7 +84,7 @@ export class RunExecution extends Context.Service<RunExecution, {
         repo: RepoRecord,
         row: RunRow,
         workspace: Workspace,
-        job: { readonly id: string; readonly command: string },
+        job: { readonly id: string; readonly name: string; readonly command: string },
         env: Record<string, string>,
         secrets: ReadonlyArray<string>,
         timeoutSeconds: number,
@@ -115,6 +115,8 @@ export class RunExecution extends Context.Service<RunExecution, {
         const exec = executor.exec(workspace, {
           command: job.command,
           env,
+          // Network is for package installs (GUIDE §14): lint, build and test run offline.
+          network: job.name === "install",
           onOutput: (chunk) => add(masker.push(chunk))
         })
         const outcome = yield* Effect.raceFirst(
