@@ -20,6 +20,7 @@ import {
   type SandboxBind,
   type SandboxLimits
 } from "./Sandbox.ts"
+import { sweepStaleWorkFolders, workFolderPrefix } from "./WorkFolders.ts"
 
 /** The executor could not prepare or start a job (not a failing command: that is an exit code). */
 export class ExecutorError extends Data.TaggedError("ExecutorError")<{ readonly message: string }> {}
@@ -135,14 +136,23 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
     Effect.tryPromise({
       try: async () => {
         await FsP.mkdir(parent, { recursive: true })
-        const dir = await FsP.mkdtemp(Path.join(parent, "canopy-ci-"))
+        // Folders of runners killed before cleaning up (only those whose process is gone).
+        const swept = await sweepStaleWorkFolders(parent)
+        const dir = await FsP.mkdtemp(Path.join(parent, workFolderPrefix()))
         // Traversable, not listable: a job cannot find other runs' folders.
         await FsP.chmod(dir, 0o711)
-        return dir
+        return { dir, swept }
       },
       catch: fail("create the CI work folder")
     }),
-    (dir) => Effect.promise(() => FsP.rm(dir, { recursive: true, force: true }))
+    ({ dir }) => Effect.promise(() => FsP.rm(dir, { recursive: true, force: true }))
+  ).pipe(
+    Effect.tap(({ swept }) =>
+      swept.length === 0
+        ? Effect.void
+        : Effect.logInfo(`CI: removed the work folders of runners that are gone: ${swept.join(", ")}`)
+    ),
+    Effect.map(({ dir }) => dir)
   )
 
   const checkout = (repo: { readonly id: string; readonly defaultBranch: string }, sha: string) =>
