@@ -9,6 +9,7 @@ import { RepoCache } from "../git/RepoCache.ts"
 import { makeOutboundGuard } from "../outbound/OutboundGuard.ts"
 import { BlobStore } from "../storage/BlobStore.ts"
 import { type EgressOptions, FORWARDER_SOURCE, PROXY_URL, startEgressProxy } from "./EgressProxy.ts"
+import { joinArgv, makeJobCgroups } from "./JobCgroups.ts"
 import { smudge } from "./LfsSmudge.ts"
 import {
   defaultLimits,
@@ -125,6 +126,13 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
   }).pipe(Effect.orDie)
   const egress: EgressOptions = { allowCidrs, ...options?.egress }
   const node = network === "proxy" ? forwarderNode() : ""
+  const cpus = yield* Config.Number("CI_CPUS").pipe(Config.withDefault(2))
+  const cgroups = yield* Effect.promise(() => makeJobCgroups())
+  yield* Effect.logInfo(
+    cgroups === undefined
+      ? "CI: no writable cgroup hierarchy: jobs are limited with prlimit only"
+      : `CI: jobs are limited with cgroup v${cgroups.version} (memory, ${cpus} CPUs, processes) and prlimit`
+  )
   const limits: SandboxLimits = {
     ...defaultLimits,
     memoryBytes: (yield* Config.Int("CI_MEMORY_MB").pipe(Config.withDefault(defaultLimits.memoryBytes / 1024 ** 2))) *
@@ -237,7 +245,21 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
     NODE_USE_ENV_PROXY: "1"
   }
 
+  /** The job's cgroup (where this runner can make one), removed once its processes are gone. */
+  const withCgroup = <A, E>(use: (prefix: ReadonlyArray<string>) => Effect.Effect<A, E>, jobLimits: SandboxLimits) =>
+    cgroups === undefined ? use([]) : Effect.acquireUseRelease(
+      Effect.tryPromise({
+        try: () => cgroups.create({ memoryBytes: jobLimits.memoryBytes, cpus, processes: jobLimits.processes }),
+        catch: fail("create the job's cgroup")
+      }),
+      (group) => use(joinArgv(group)),
+      (group) => Effect.promise(() => group.remove())
+    )
+
   const exec = (workspace: Workspace, options: ExecOptions) =>
+    withCgroup((prefix) => run(workspace, options, prefix), options.limits ?? limits)
+
+  const run = (workspace: Workspace, options: ExecOptions, prefix: ReadonlyArray<string>) =>
     Effect.callback<JobExit, ExecutorError>((resume) => {
       const withNetwork = network === "proxy" && options.network === true &&
         Fs.existsSync(Path.join(workspace.dir, "net", "proxy.sock"))
@@ -260,7 +282,8 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
         LANG: "C.UTF-8",
         USER: "ci"
       }
-      const child = spawn(argv[0], argv.slice(1), { env, stdio: ["ignore", "pipe", "pipe", "pipe"] })
+      const full = [...prefix, ...argv]
+      const child = spawn(full[0], full.slice(1), { env, stdio: ["ignore", "pipe", "pipe", "pipe"] })
       let initPid: number | undefined
       let closed = false
       const info: Array<Buffer> = []

@@ -81,7 +81,9 @@ const viaProxy = (target) => new Promise((resolve) => {
 })()
 `
 
-const forkBomb = "bomb() { bomb | bomb & }; bomb; i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; echo survived"
+// In a subshell: dash forks each element of `bomb | bomb &` itself, so the job's own shell
+// would meet the limit too (and exit 2) when the bomb filled it between those two forks.
+const forkBomb = "(bomb() { bomb | bomb & }; bomb); i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; echo survived"
 const memoryHog = `node -e 'const a=[];try{for(;;)a.push(Buffer.allocUnsafe(64*1024*1024))}` +
   `catch(e){console.log("blocked:memory after "+a.length*64+" MiB: "+e.message)}'`
 
