@@ -34,36 +34,40 @@ const ownGroup = (controller: string | undefined) => {
   return "/"
 }
 
-const hierarchies = () => ({
-  memory: Path.join("/sys/fs/cgroup/memory", ownGroup("memory")),
-  cpu: Path.join("/sys/fs/cgroup/cpu", ownGroup("cpu")),
-  pids: Path.join("/sys/fs/cgroup/pids", ownGroup("pids"))
-})
-let V1 = { memory: "", cpu: "", pids: "" }
-let V2 = ""
+/** Where the job groups go: `canopy-ci` under the runner's own group of each controller. */
+type Layout =
+  | { readonly version: 1; readonly memory: string; readonly cpu: string; readonly pids: string }
+  | { readonly version: 2; readonly root: string }
 
-type Layout = { readonly version: 1 } | { readonly version: 2 }
+const parentsOf = (layout: Layout) =>
+  (layout.version === 1 ? [layout.memory, layout.cpu, layout.pids] : [layout.root]).map((dir) =>
+    Path.join(dir, "canopy-ci")
+  )
 
-/** The limit files of one job's group, under each controller's folder. */
-const limitFiles = (layout: Layout, limits: CgroupLimits, name: string): Array<[string, string]> =>
-  layout.version === 1
-    ? [
-      [Path.join(V1.memory, "canopy-ci", name, "memory.limit_in_bytes"), String(limits.memoryBytes)],
-      [Path.join(V1.cpu, "canopy-ci", name, "cpu.cfs_period_us"), String(PERIOD_US)],
-      [Path.join(V1.cpu, "canopy-ci", name, "cpu.cfs_quota_us"), String(Math.round(limits.cpus * PERIOD_US))],
-      [Path.join(V1.pids, "canopy-ci", name, "pids.max"), String(limits.processes)]
+/** The limit files of one job's group (optional ones are skipped when the kernel lacks them). */
+const limitFiles = (
+  layout: Layout,
+  limits: CgroupLimits,
+  name: string
+): Array<readonly [file: string, value: string, optional: boolean]> => {
+  const quota = String(Math.round(limits.cpus * PERIOD_US))
+  if (layout.version === 1) {
+    const [memory, cpu, pids] = parentsOf(layout).map((parent) => Path.join(parent, name))
+    return [
+      [Path.join(memory, "memory.limit_in_bytes"), String(limits.memoryBytes), false],
+      [Path.join(cpu, "cpu.cfs_period_us"), String(PERIOD_US), false],
+      [Path.join(cpu, "cpu.cfs_quota_us"), quota, false],
+      [Path.join(pids, "pids.max"), String(limits.processes), false]
     ]
-    : [
-      [Path.join(V2, "canopy-ci", name, "memory.max"), String(limits.memoryBytes)],
-      [Path.join(V2, "canopy-ci", name, "memory.swap.max"), "0"],
-      [Path.join(V2, "canopy-ci", name, "cpu.max"), `${Math.round(limits.cpus * PERIOD_US)} ${PERIOD_US}`],
-      [Path.join(V2, "canopy-ci", name, "pids.max"), String(limits.processes)]
-    ]
-
-const groupDirs = (layout: Layout, name: string) =>
-  layout.version === 1
-    ? [V1.memory, V1.cpu, V1.pids].map((root) => Path.join(root, "canopy-ci", name))
-    : [Path.join(V2, "canopy-ci", name)]
+  }
+  const dir = Path.join(layout.root, "canopy-ci", name)
+  return [
+    [Path.join(dir, "memory.max"), String(limits.memoryBytes), false],
+    [Path.join(dir, "memory.swap.max"), "0", true],
+    [Path.join(dir, "cpu.max"), `${quota} ${PERIOD_US}`, false],
+    [Path.join(dir, "pids.max"), String(limits.processes), false]
+  ]
+}
 
 export interface JobCgroup {
   /** The `cgroup.procs` files the job's first process writes its pid to. */
@@ -99,29 +103,30 @@ const removeDirs = async (dirs: ReadonlyArray<string>) => {
  */
 export const makeJobCgroups = async (): Promise<JobCgroups | undefined> => {
   if (process.getuid?.() !== 0) return undefined
-  const unified = Fs.existsSync("/sys/fs/cgroup/cgroup.controllers")
+  let layout: Layout
   try {
-    if (unified) V2 = Path.join("/sys/fs/cgroup", ownGroup(undefined))
-    else V1 = hierarchies()
+    if (Fs.existsSync("/sys/fs/cgroup/cgroup.controllers")) {
+      layout = { version: 2, root: Path.join("/sys/fs/cgroup", ownGroup(undefined)) }
+    } else {
+      layout = {
+        version: 1,
+        memory: Path.join("/sys/fs/cgroup/memory", ownGroup("memory")),
+        cpu: Path.join("/sys/fs/cgroup/cpu", ownGroup("cpu")),
+        pids: Path.join("/sys/fs/cgroup/pids", ownGroup("pids"))
+      }
+    }
   } catch {
     return undefined
   }
-  const layout: Layout | undefined = unified && Fs.existsSync(Path.join(V2, "cgroup.controllers"))
-    ? { version: 2 }
-    : !unified && Object.values(V1).every((root) => Fs.existsSync(root))
-    ? { version: 1 }
-    : undefined
-  if (layout === undefined) return undefined
+  const parents = parentsOf(layout)
   const owner = `${process.pid}.${processStartTime(process.pid) ?? "0"}`
   let counter = 0
   try {
-    const parents = layout.version === 1
-      ? Object.values(V1).map((root) => Path.join(root, "canopy-ci"))
-      : [Path.join(V2, "canopy-ci")]
     for (const parent of parents) await FsP.mkdir(parent, { recursive: true })
     if (layout.version === 2) {
-      await FsP.writeFile(Path.join(V2, "cgroup.subtree_control"), "+memory +cpu +pids")
-      await FsP.writeFile(Path.join(V2, "canopy-ci", "cgroup.subtree_control"), "+memory +cpu +pids")
+      // Fails where the runner's group may not delegate (it holds processes itself): no cgroups then.
+      await FsP.writeFile(Path.join(layout.root, "cgroup.subtree_control"), "+memory +cpu +pids")
+      await FsP.writeFile(Path.join(parents[0], "cgroup.subtree_control"), "+memory +cpu +pids")
     }
     // Groups left by runners that were killed (empty once their jobs' processes died).
     for (const parent of parents) {
@@ -134,10 +139,13 @@ export const makeJobCgroups = async (): Promise<JobCgroups | undefined> => {
     }
     const create = async (limits: CgroupLimits): Promise<JobCgroup> => {
       const name = `${owner}-${++counter}`
-      const dirs = groupDirs(layout, name)
+      const dirs = parents.map((parent) => Path.join(parent, name))
       try {
         for (const dir of dirs) await FsP.mkdir(dir)
-        for (const [file, value] of limitFiles(layout, limits, name)) await FsP.writeFile(file, value)
+        for (const [file, value, optional] of limitFiles(layout, limits, name)) {
+          if (optional && !Fs.existsSync(file)) continue
+          await FsP.writeFile(file, value)
+        }
       } catch (error) {
         await removeDirs(dirs)
         throw error
