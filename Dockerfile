@@ -6,9 +6,11 @@ ENV NODE_ENV=production \
     DATA_DIR=/app/.data
 
 # git: code hosting serves fetches with the git binary (GUIDE §8); ca-certificates: outbound TLS;
-# bubblewrap (+ util-linux's prlimit/setpriv): the CI job sandbox (GUIDE §14).
+# bubblewrap (+ util-linux's prlimit/setpriv): the CI job sandbox (GUIDE §14); zstd: CI cache
+# archives. Jobs reach the network only through Canopy's egress proxy, forwarded inside the
+# sandbox by this image's own /usr/local/bin/node: no slirp4netns or iptables needed.
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates bubblewrap util-linux \
+ && apt-get install -y --no-install-recommends git ca-certificates bubblewrap util-linux zstd \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app

@@ -37,6 +37,7 @@ import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
 import { FanOut } from "../services/webhooks/FanOut.ts"
 import { Webhooks } from "../services/webhooks/Webhooks.ts"
 import { AiReviewSignals } from "../src/entities/ai/AiReviewSignals.ts"
+import { CiCacheExpiryCron } from "../src/entities/ci/CiCacheExpiryCron.ts"
 import { CiTriggers } from "../src/entities/ci/CiTriggers.ts"
 import { CiWorker } from "../src/entities/ci/CiWorker.ts"
 import { EventRetentionCron } from "../src/entities/events/EventRetentionCron.ts"
@@ -93,6 +94,7 @@ export const AppLive = (config: AppConfigShape) => {
     PullRequestLive(),
     CiTriggers,
     CiWorker,
+    CiCacheExpiryCron,
     AiReviewSignals
   )
   const Subscribing = Layer.mergeAll(Subscriptions.layer, SubscriberNotificationsLive).pipe(

@@ -1,5 +1,6 @@
 import { Effect, Layer } from "effect"
 import { ServerMergeStatusChecks } from "../pulls/BranchRules.ts"
+import { CiCaches } from "./CiCaches.ts"
 import { CiRuns } from "./CiRuns.ts"
 import { CiSettings } from "./CiSettings.ts"
 import { Executor } from "./Executor.ts"
@@ -18,5 +19,6 @@ const CiMergeGate = Layer.effect(
 
 /** CI's services (GUIDE §14): settings and runs for the API, the execution of claimed runs, the merge gate. */
 export const CiLive = Layer.mergeAll(CiRuns.layer, RunExecution.layer, CiMergeGate).pipe(
+  Layer.provideMerge(CiCaches.layer),
   Layer.provideMerge(Layer.mergeAll(CiSettings.layer, Executor.layerBubblewrap()))
 )

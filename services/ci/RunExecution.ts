@@ -6,6 +6,8 @@ import type { CiJob, JobConclusion, RunConclusion, TestSummary } from "../../sch
 import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
+import { type CachePlan, cachePlan } from "./CachePlan.ts"
+import { CiCaches } from "./CiCaches.ts"
 import {
   appendLog,
   completeJob,
@@ -19,7 +21,7 @@ import {
   toJob
 } from "./CiRunRows.ts"
 import { CiSettings } from "./CiSettings.ts"
-import { DETECTION_FILES, planJobs } from "./Detection.ts"
+import { detect, DETECTION_FILES, planJobs } from "./Detection.ts"
 import { Executor, type Workspace } from "./Executor.ts"
 import { LogMasker } from "./LogMasker.ts"
 import { publishRunChange, reportStatus } from "./RunReports.ts"
@@ -58,6 +60,7 @@ export class RunExecution extends Context.Service<RunExecution, {
       const settings = yield* CiSettings
       const statuses = yield* CommitStatuses
       const repos = yield* Repositories
+      const caches = yield* CiCaches
 
       const finish = Effect.fn("RunExecution.finish")(function*(
         repo: RepoRecord | undefined,
@@ -81,11 +84,13 @@ export class RunExecution extends Context.Service<RunExecution, {
         repo: RepoRecord,
         row: RunRow,
         workspace: Workspace,
-        job: { readonly id: string; readonly command: string },
+        job: { readonly id: string; readonly name: string; readonly command: string },
         env: Record<string, string>,
         secrets: ReadonlyArray<string>,
         timeoutSeconds: number,
-        cancelled: Deferred.Deferred<void>
+        cancelled: Deferred.Deferred<void>,
+        /** Run before the command, its line heading the log (the cache restore before `install`). */
+        before: Effect.Effect<string>
       ) {
         const started = yield* startJob(sql, job.id).pipe(Effect.orDie)
         yield* publishRunChange(sql, repo, row, { kind: "changed", job: toJob(started) })
@@ -106,9 +111,12 @@ export class RunExecution extends Context.Service<RunExecution, {
           return text === "" ? Effect.void : appendLog(sql, job.id, text).pipe(Effect.orDie, Effect.asVoid)
         })
         const flusher = yield* Effect.forkChild(Effect.forever(Effect.andThen(Effect.sleep(FLUSH_EVERY), flush)))
+        add(masker.push(yield* before))
         const exec = executor.exec(workspace, {
           command: job.command,
           env,
+          // Network is for package installs (GUIDE §14): lint, build and test run offline.
+          network: job.name === "install",
           onOutput: (chunk) => add(masker.push(chunk))
         })
         const outcome = yield* Effect.raceFirst(
@@ -201,6 +209,10 @@ export class RunExecution extends Context.Service<RunExecution, {
           const jobs = planned.map((job) => ({ id: makeId("job"), ...job }))
           yield* insertJobs(sql, claimed.id, jobs).pipe(Effect.orDie)
           const variables = yield* settings.jobVariables(repo)
+          const project = detect(config.projectType, files)
+          const cache: CachePlan | undefined = config.cacheEnabled && project !== undefined
+            ? yield* Effect.promise(() => cachePlan(project.projectType, root))
+            : undefined
           const env: Record<string, string> = {
             ...variables.env,
             CI: "true",
@@ -224,8 +236,15 @@ export class RunExecution extends Context.Service<RunExecution, {
               env,
               variables.secrets,
               config.timeout,
-              cancelled
+              cancelled,
+              job.name === "install" && cache !== undefined
+                ? caches.restore(repo.id, workspace.success, cache)
+                : Effect.succeed("")
             )
+            if (job.name === "install" && cache !== undefined && result.conclusion === "success") {
+              const saved = yield* caches.save(repo.id, workspace.success, cache)
+              if (saved !== "") yield* appendLog(sql, job.id, saved).pipe(Effect.orDie)
+            }
             if (job.name === "test") testLog = result.log
             if (result.conclusion !== "success") {
               conclusion = result.conclusion === "cancelled"

@@ -33,6 +33,26 @@ export interface SandboxSpec {
   readonly uid: number
   readonly limits: SandboxLimits
   readonly command: string
+  /** Extra host folders mounted read-write (the cache transfer folder). */
+  readonly binds?: ReadonlyArray<SandboxBind> | undefined
+  /** Outbound network through the egress proxy; without it the job has only its own loopback. */
+  readonly network?: SandboxNetwork | undefined
+}
+
+export interface SandboxNetwork {
+  /** Host folder with the proxy's socket and the forwarder's script, mounted at `SANDBOX_NET`. */
+  readonly dir: string
+  /** A Node binary on the host, run (as the job's user) for the forwarder. */
+  readonly node: string
+}
+
+export const SANDBOX_NET = "/run/canopy-net"
+/** Where a Node binary from outside `/usr` is mounted for the forwarder. */
+const SANDBOX_NODE = "/opt/canopy/node"
+
+export interface SandboxBind {
+  readonly host: string
+  readonly sandbox: string
 }
 
 export const SANDBOX_WORKSPACE = "/workspace"
@@ -64,6 +84,11 @@ const ETC_FILES = [
 const INIT = [
   "exec 2>&1",
   "trap 'kill -TERM -1 2>/dev/null' TERM",
+  // With network: the forwarder to the egress proxy first, the command once it listens (≤ 10 s).
+  "if [ -n \"$2\" ]; then",
+  `  "$2" ${SANDBOX_NET}/forward.js ${SANDBOX_NET}/proxy.sock /tmp/.canopy-net-ready >/dev/null 2>&1 &`,
+  "  i=0; while [ ! -e /tmp/.canopy-net-ready ] && [ $i -lt 1000 ]; do sleep 0.01; i=$((i+1)); done",
+  "fi",
   "/bin/sh -c \"$1\" &",
   "child=$!",
   "while :; do wait \"$child\"; code=$?; kill -0 \"$child\" 2>/dev/null || break; done",
@@ -83,6 +108,8 @@ export const sandboxAvailable = (): boolean => SANDBOX_TOOLS.every((tool) => Fs.
  * user namespace of its own) unshares user, PID, IPC, UTS, cgroup and network namespaces.
  * The sandbox sees read-only system folders, the workspace and its home, a private `/tmp`,
  * and only a loopback interface of its own: no host address, no DATA_DIR, no Canopy file.
+ * With `network`, the only way out is the egress proxy's unix socket (see `EgressProxy`),
+ * which the init's forwarder offers on the sandbox's own `127.0.0.1:3128`.
  * `--info-fd 3` reports the outside pid of the namespace's init, which cancel signals.
  */
 export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
@@ -147,6 +174,11 @@ export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
     "--bind",
     spec.workspace,
     SANDBOX_WORKSPACE,
+    ...(spec.binds ?? []).flatMap((bind) => ["--bind", bind.host, bind.sandbox]),
+    ...(spec.network === undefined ? [] : ["--bind", spec.network.dir, SANDBOX_NET]),
+    ...(spec.network === undefined || spec.network.node.startsWith("/usr/")
+      ? []
+      : ["--ro-bind", spec.network.node, SANDBOX_NODE]),
     "--chdir",
     SANDBOX_WORKSPACE,
     "--info-fd",
@@ -156,6 +188,7 @@ export const sandboxArgv = (spec: SandboxSpec): ReadonlyArray<string> => {
     "-c",
     INIT,
     "canopy-ci-init",
-    spec.command
+    spec.command,
+    spec.network === undefined ? "" : spec.network.node.startsWith("/usr/") ? spec.network.node : SANDBOX_NODE
   ]
 }

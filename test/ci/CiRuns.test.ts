@@ -348,7 +348,7 @@ setInterval(() => {}, 1000)
         yield* eventually("both runs completed", Effect.map(ci.runs(), (r) => r.body.runs), (runs: any) => {
           if (runs.filter((run: any) => run.status === "running").length > 1) both = true
           return runs.every((run: any) => run.status === "completed")
-        }, { timeoutMs: 90_000, pollMs: 100 })
+        }, { timeoutMs: 90_000, pollMs: 300 }) // Free allows 50 requests a minute
         expect(both).toBe(false)
         const one = (yield* ci.run(1)).body.run
         const two = (yield* ci.run(2)).body.run

@@ -37,7 +37,23 @@ const connect = (host, port) => new Promise((resolve) => {
   socket.on("connect", () => done(true))
   socket.on("error", (e) => done(false, e.code))
 })
+// Through the job's egress proxy (HTTPS_PROXY): the status line of its answer to CONNECT.
+const viaProxy = (target) => new Promise((resolve) => {
+  if (process.env.HTTPS_PROXY === undefined) return resolve("no proxy")
+  const proxy = new URL(process.env.HTTPS_PROXY)
+  const socket = net.connect({ host: proxy.hostname, port: Number(proxy.port) })
+  let text = ""
+  socket.setTimeout(8000, () => { socket.destroy(); resolve("timeout") })
+  socket.on("connect", () => socket.write("CONNECT " + target + " HTTP/1.1\\r\\nHost: " + target + "\\r\\n\\r\\n"))
+  socket.on("data", (chunk) => { text += chunk; if (text.includes("\\r\\n")) { socket.destroy(); resolve(text.split("\\r\\n")[0]) } })
+  socket.on("error", (e) => resolve(e.code))
+})
 ;(async () => {
+  for (const target of cfg.proxied) {
+    const status = await viaProxy(target)
+    report("proxy " + target, /^HTTP\\/1\\.1 200/.test(status), status)
+  }
+  console.log("public via proxy: " + await viaProxy(cfg.public))
   for (const path of cfg.reads) {
     try { fs.readFileSync(path); report("read " + path, true) } catch (e) { report("read " + path, false, e.code) }
   }
@@ -65,7 +81,9 @@ const connect = (host, port) => new Promise((resolve) => {
 })()
 `
 
-const forkBomb = "bomb() { bomb | bomb & }; bomb; i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; echo survived"
+// In a subshell: dash forks each element of `bomb | bomb &` itself, so the job's own shell
+// would meet the limit too (and exit 2) when the bomb filled it between those two forks.
+const forkBomb = "(bomb() { bomb | bomb & }; bomb); i=0; while [ $i -lt 50000 ]; do i=$((i+1)); done; echo survived"
 const memoryHog = `node -e 'const a=[];try{for(;;)a.push(Buffer.allocUnsafe(64*1024*1024))}` +
   `catch(e){console.log("blocked:memory after "+a.length*64+" MiB: "+e.message)}'`
 
@@ -110,11 +128,23 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
           ["1.1.1.1", 443]
         ],
         writes,
-        sleep: sleepSeconds
+        sleep: sleepSeconds,
+        // With the network on (the default), the proxy must refuse all of these.
+        proxied: [
+          `127.0.0.1:${appPort}`,
+          `localhost:${pgPort}`,
+          `[::1]:${appPort}`,
+          ...hostAddresses.map((address) => `${address}:${appPort}`),
+          "169.254.169.254:80",
+          "10.0.0.1:80",
+          "192.168.0.1:443"
+        ],
+        public: "1.1.1.1:443"
       }
       const { ci } = yield* ciRepo(git, baseUrl, `ci-escape-${process.pid}`, {
         config: {
-          installCommand: "echo nothing to install",
+          // With network (the install job), then without (the test job).
+          installCommand: "node escape.js",
           lintCommand: forkBomb,
           buildCommand: memoryHog,
           testCommand: "node escape.js"
@@ -125,6 +155,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
       const detail = yield* ci.completed(1, 120_000)
       const logOf = (name: string) =>
         Effect.map(ci.log(1, detail.jobs.find((job: any) => job.name === name).id), (log) => log.text)
+      const installLog = yield* logOf("install")
       const testLog = yield* logOf("test")
       expect(detail.jobs.map((job: any) => `${job.name}:${job.conclusion}`), testLog).toEqual([
         "install:success",
@@ -132,14 +163,25 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("CI sa
         "build:success",
         "test:success"
       ])
-      // Nothing escaped, and every attempt ran and reported.
-      expect(testLog).not.toContain("ESCAPED")
-      for (const path of config.reads) expect(testLog).toContain(`blocked:read ${path}`)
-      expect(testLog).toContain("blocked:env")
-      expect(testLog).not.toMatch(/DATABASE_URL|MASTER_KEY|ADMIN_TOKEN|DATA_DIR|CANOPY_TEST_CANARY/)
-      expect(testLog).toContain("blocked:proc")
-      for (const [host, port] of config.targets) expect(testLog).toContain(`blocked:connect ${host}:${port}`)
-      expect(testLog).toMatch(/uid=2\d{5} done/)
+      // Nothing escaped, with the network (install) or without it (test), and every attempt ran and reported.
+      for (const log of [installLog, testLog]) {
+        expect(log).not.toContain("ESCAPED")
+        for (const path of config.reads) expect(log).toContain(`blocked:read ${path}`)
+        expect(log).toContain("blocked:env")
+        expect(log).not.toMatch(/DATABASE_URL|MASTER_KEY|ADMIN_TOKEN|DATA_DIR|CANOPY_TEST_CANARY/)
+        expect(log).toContain("blocked:proc")
+        for (const [host, port] of config.targets) expect(log).toContain(`blocked:connect ${host}:${port}`)
+        expect(log).toMatch(/uid=2\d{5} done/)
+      }
+      // The egress proxy refuses the host, loopback, private and metadata addresses.
+      for (const target of config.proxied) {
+        expect(installLog).toContain(`blocked:proxy ${target} (HTTP/1.1 403 Forbidden)`)
+      }
+      // A public address passes the filter: 200, or 502 on a machine that cannot reach it; never 403.
+      expect(installLog).toMatch(/public via proxy: HTTP\/1\.1 (200 Connection Established|502 Bad Gateway)/)
+      // The test job has no network at all.
+      for (const target of config.proxied) expect(testLog).toContain(`blocked:proxy ${target} (no proxy)`)
+      expect(testLog).toContain("public via proxy: no proxy")
       // The fork bomb hit the process limit, the memory hog the memory limit, and both jobs ended.
       expect(yield* logOf("lint")).toMatch(/Cannot fork|Resource temporarily unavailable/)
       expect(yield* logOf("build")).toMatch(/blocked:memory after \d+ MiB/)

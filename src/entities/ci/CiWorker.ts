@@ -33,7 +33,6 @@ export const CiWorker = Layer.effectDiscard(Effect.gen(function*() {
   const enabled = yield* Config.Boolean("CI_WORKER").pipe(Config.withDefault(true))
   const slots = yield* Config.Int("CI_WORKER_SLOTS").pipe(Config.withDefault(5))
   const lostAfter = yield* Config.Int("CI_RUNNER_LOST_SECONDS").pipe(Config.withDefault(30))
-  const network = yield* Config.String("CI_NETWORK").pipe(Config.withDefault("none"))
   const sql = yield* SqlClient.SqlClient
   const pg = yield* PgClient.PgClient
   const execution = yield* RunExecution
@@ -54,9 +53,6 @@ export const CiWorker = Layer.effectDiscard(Effect.gen(function*() {
   if (!executor.available) {
     yield* Effect.logWarning("CI: bubblewrap, prlimit or setpriv missing: this runner runs no CI jobs")
     return
-  }
-  if (network !== "none") {
-    yield* Effect.logWarning(`CI: CI_NETWORK=${network} is not supported yet; jobs run without network`)
   }
 
   const runner = makeId("runner")
