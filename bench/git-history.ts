@@ -1,9 +1,4 @@
-import * as Fs from "node:fs"
-import * as Path from "node:path"
-import { cpuMs, cpuMsWithChildren, loadAverage } from "./cpu.ts"
 import { run } from "./git-repo.ts"
-import { countingProxy, startHttpBackend } from "./git-servers.ts"
-import { printTable } from "./support.ts"
 
 const env = (name: string, fallback: number) => Number(process.env[name] || fallback)
 /** The real-history case (express had 6,413 commits, 19 branches, 304 tags of which 50 annotated). */
@@ -17,8 +12,8 @@ export const HISTORY = {
 /** Commits of each side branch; the rest of `commits` is `main`. */
 const BRANCH_COMMITS = 8
 /** Commits on `main` (and tags on them) held back from the first push, for the incremental push and fetch. */
-const LATE_COMMITS = 20
-const LATE_TAGS = 10
+export const LATE_COMMITS = 20
+export const LATE_TAGS = 10
 
 /**
  * A history shaped like a real project's, with `git fast-import`: a long `main` editing a few
@@ -79,113 +74,4 @@ export const generateHistory = async (gitDir: string, gitEnv: NodeJS.ProcessEnv)
   await run(["--git-dir", gitDir, "fast-import", "--quiet"], gitEnv, Buffer.from(chunks.join("")))
   await run(["--git-dir", gitDir, "repack", "-a", "-d", "-q"], gitEnv)
   return { mainCommits, lateRef: `main~${LATE_COMMITS}` }
-}
-
-interface Step {
-  readonly ms: number
-  readonly bytes: number
-  readonly cpuMs?: number
-  readonly cpuWithGitMs?: number
-}
-
-/**
- * The real-history case of `bench:git`: the generated history pushed whole (every branch and
- * tag in one push), cloned, then 20 commits and 10 tags pushed and fetched, against Canopy
- * and `git http-backend`. Canopy's CPU during each push is read from /proc (its own, and with
- * the git processes it ran) and divided by the refs pushed.
- */
-export const compareHistory = async (options: {
-  readonly dir: string
-  readonly gitEnv: NodeJS.ProcessEnv
-  readonly canopyPort: number
-  readonly canopyPid: number
-  readonly key: string
-  readonly createRepo: (name: string) => Promise<unknown>
-}) => {
-  const { dir, gitEnv } = options
-  const source = Path.join(dir, "history.git")
-  const t0 = Date.now()
-  const { lateRef } = await generateHistory(source, gitEnv)
-  const refs = HISTORY.branches + 1 + HISTORY.tags
-  console.log(
-    `\ngenerated a history of ${HISTORY.commits} commits, ${HISTORY.branches + 1} branches, ${HISTORY.tags} tags ` +
-      `(1 in ${HISTORY.annotatedEvery} annotated) in ${Date.now() - t0} ms`
-  )
-  await options.createRepo("history")
-  const backendRoot = Path.join(dir, "history-backend")
-  await run(["init", "-q", "--bare", Path.join(backendRoot, "bench/history.git")], gitEnv)
-  await run(["--git-dir", Path.join(backendRoot, "bench/history.git"), "config", "http.receivepack", "true"], gitEnv)
-  const backend = await startHttpBackend(backendRoot)
-  const servers = [
-    {
-      name: "canopy",
-      proxy: await countingProxy(options.canopyPort),
-      auth: `git:${options.key}@`,
-      pid: options.canopyPid
-    },
-    { name: "http-backend", proxy: await countingProxy(backend.port), auth: "", pid: undefined }
-  ]
-  const results: Record<string, Record<string, Step>> = {}
-  for (const server of servers) {
-    const url = `http://${server.auth}127.0.0.1:${server.proxy.port}/bench/history.git`
-    const work = Path.join(dir, `history-${server.name}`)
-    Fs.mkdirSync(work)
-    const measure = async (args: ReadonlyArray<string>, upload: boolean, cwd = work): Promise<Step> => {
-      server.proxy.counts.up = 0
-      server.proxy.counts.down = 0
-      const [cpu0, git0] = server.pid === undefined ? [0, 0] : [cpuMs(server.pid), cpuMsWithChildren(server.pid)]
-      const started = performance.now()
-      await run(["-c", "credential.helper=", ...args], gitEnv, undefined, cwd)
-      const ms = performance.now() - started
-      const bytes = upload ? server.proxy.counts.up : server.proxy.counts.down
-      if (server.pid === undefined) return { ms, bytes }
-      return { ms, bytes, cpuMs: cpuMs(server.pid) - cpu0, cpuWithGitMs: cpuMsWithChildren(server.pid) - git0 }
-    }
-    const own: Record<string, Step> = {}
-    own[`push all (${refs} refs)`] = await measure([
-      "--git-dir",
-      source,
-      "push",
-      "-q",
-      url,
-      `${lateRef}:refs/heads/main`,
-      "refs/heads/line-*:refs/heads/line-*",
-      "refs/tags/v*:refs/tags/v*"
-    ], true)
-    own["clone"] = await measure(["clone", "-q", "--bare", url, "copy.git"], false)
-    own[`push ${LATE_COMMITS} commits + ${LATE_TAGS} tags`] = await measure(
-      ["--git-dir", source, "push", "-q", url, "main:refs/heads/main", "refs/tags/late-*:refs/tags/late-*"],
-      true
-    )
-    own["fetch them"] = await measure(
-      ["fetch", "-q", "origin", "+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"],
-      false,
-      Path.join(work, "copy.git")
-    )
-    results[server.name] = own
-  }
-  const rows = Object.keys(results["canopy"]).map((step) => {
-    const c = results["canopy"][step]
-    const b = results["http-backend"][step]
-    const pushed = step.startsWith("push all") ? refs : step.startsWith("push") ? 1 + LATE_TAGS : undefined
-    return {
-      step,
-      "canopy ms": c.ms,
-      "http-backend ms": b.ms,
-      "time ratio (goal ≤ 1.5)": c.ms / b.ms,
-      "bytes ratio": c.bytes / b.bytes,
-      "canopy CPU ms": c.cpuMs ?? 0,
-      "+ its git ms": (c.cpuWithGitMs ?? 0) - (c.cpuMs ?? 0),
-      "canopy CPU ms per ref (goal ≤ 5)": pushed === undefined ? "" : (c.cpuMs ?? 0) / pushed
-    }
-  })
-  console.log(
-    `\nReal history: ${HISTORY.commits} commits, ${HISTORY.branches + 1} branches, ${HISTORY.tags} tags ` +
-      `(load average ${loadAverage().toFixed(1)} on ${
-        Fs.readFileSync("/proc/cpuinfo", "utf8").split("processor").length - 1
-      } cores)\n`
-  )
-  printTable(rows)
-  for (const server of servers) server.proxy.close()
-  backend.close()
 }

@@ -11,13 +11,15 @@
  * the last 20 commits of `main` from elsewhere, `git fetch` them into the first clone,
  * push the ten-commit `topic` branch.
  *
- * Then the real-history case (bench/git-history.ts): a generated history of 5,000 commits,
- * 101 branches and 1,000 tags pushed whole, cloned, updated and fetched, against both, with
- * Canopy's CPU per pushed ref. Then the cost of branch protection on a 100-commit signed
- * push (bench/git-protection.ts).
+ * Then the real-history case (bench/git-history-rounds.ts): a generated history of 5,000
+ * commits, 101 branches and 1,000 tags pushed whole, cloned, updated and fetched, in rounds
+ * interleaving Canopy (once with heavy git work niced, once not) and http-backend, reported
+ * as the median of paired ratios, with Canopy's CPU per pushed ref. Then the cost of branch
+ * protection on a 100-commit signed push (bench/git-protection.ts).
  *
  * Env: COMMITS (default 3000), FILES (default 2000), LARGE (large binary files, default 4),
  * HISTORY_COMMITS (5000), HISTORY_BRANCHES (100), HISTORY_TAGS (1000), HISTORY_ANNOTATED_EVERY (5),
+ * HISTORY_ROUNDS (3), HISTORY_NICE (the GIT_HEAVY_NICE levels compared, "10,0"),
  * ONLY=protection (only the branch protection part), ONLY=history (only the real-history case).
  */
 import { Effect, Exit, Scope } from "effect"
@@ -25,7 +27,7 @@ import * as Fs from "node:fs"
 import * as Os from "node:os"
 import * as Path from "node:path"
 import { startEmbeddedPostgres } from "../services/platform/EmbeddedPostgres.ts"
-import { compareHistory } from "./git-history.ts"
+import { compareHistoryRounds } from "./git-history-rounds.ts"
 import { benchProtection } from "./git-protection.ts"
 import { generateRepository, isolatedGitEnv, run } from "./git-repo.ts"
 import { countingProxy, startHttpBackend } from "./git-servers.ts"
@@ -134,6 +136,12 @@ const main = async () => {
   Fs.mkdirSync(home)
   const gitEnv = isolatedGitEnv(home, "Bench", "bench@example.com")
 
+  if (ONLY_HISTORY) {
+    await compareHistoryRounds(dir, gitEnv)
+    Fs.rmSync(dir, { recursive: true, force: true })
+    return
+  }
+
   // Canopy
   const pg = await Effect.runPromise(
     startEmbeddedPostgres({ dataDir: Path.join(dir, "pg") }).pipe(Scope.provide(scope))
@@ -156,22 +164,9 @@ const main = async () => {
   await api("/api/v1/admin/orgs", { slug: "bench", name: "Bench", plan: "enterprise" })
   await api("/api/v1/admin/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
   const { key } = await api("/api/v1/admin/orgs/bench/keys", { username: "bench" })
-  if (!ONLY_PROTECTION && !ONLY_HISTORY) await compareWithHttpBackend(dir, gitEnv, canopyPort, canopyData, key, api)
   if (!ONLY_PROTECTION) {
-    await compareHistory({
-      dir,
-      gitEnv,
-      canopyPort,
-      canopyPid: canopy.pid!,
-      key,
-      createRepo: (name) => api("/api/v1/code/repos", { name }, key)
-    })
-  }
-  if (ONLY_HISTORY) {
-    await stop(canopy)
-    await Effect.runPromise(Scope.close(scope, Exit.void))
-    Fs.rmSync(dir, { recursive: true, force: true })
-    return
+    await compareWithHttpBackend(dir, gitEnv, canopyPort, canopyData, key, api)
+    await compareHistoryRounds(dir, gitEnv)
   }
 
   const protection = await benchProtection({

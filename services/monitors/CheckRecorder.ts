@@ -1,27 +1,30 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
-import { appendStatement, Events, type NewDomainEvent } from "../events/Events.ts"
+import { Events } from "../events/Events.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { decodeRows } from "../platform/Rows.ts"
-import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
-import { insertHeartbeat, lastSlotAt as lastHeartbeatSlot } from "./HeartbeatRows.ts"
+import * as GroupCommit from "../platform/GroupCommit.ts"
+import type { CheckTarget } from "./checks/Checker.ts"
+import { lastSlotAt as lastHeartbeatSlot } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
-import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
-import { accountIntervalStatement } from "./Uptime.ts"
+import { nextSlot } from "./MonitorState.ts"
+import { type AttemptInput, recordBatch, type RecordOutcome } from "./RecordBatch.ts"
 
 /**
  * The SQL side of a monitor's schedule (the `Monitor` entity decides the timing):
  *
  * - `claim` takes a slot by compare-and-swap on `monitors.next_check_at`: exactly one
  *   caller — whichever runner, even two at once during a shard hand-off — moves it from
- *   the slot it saw to the next one, and only that caller runs the slot's check;
+ *   the slot it saw to the next one, and only that caller runs the slot's check. Claims
+ *   due together share one statement (`GroupCommit`);
  * - `record` writes one attempt in one transaction: the heartbeat (unique per monitor,
  *   slot and attempt, so a replay is a no-op), the monitor's new status, the elapsed
  *   interval in the hourly uptime rollup, and the `heartbeat` / `monitor.status` domain
- *   events.
+ *   events. Attempts are group-committed (`GroupCommit`, `RecordBatch.ts`): no timer, one
+ *   writer takes whatever queued while its previous transaction ran (1 to 200 attempts),
+ *   so a lone attempt is written at once and a busy runner pays four round trips per
+ *   batch instead of four per check.
  *
  * Timestamps cross the boundary as epoch milliseconds. Postgres keeps microseconds
  * (`now()` defaults), so comparisons truncate to milliseconds.
@@ -40,20 +43,7 @@ export interface ClaimedSlot {
   readonly target: CheckTarget
 }
 
-export interface AttemptInput {
-  readonly monitorId: string
-  readonly slotAt: number
-  /** 0 for the scheduled check, 1, 2, … for retries of the same slot. */
-  readonly attempt: number
-  /** When the check started (epoch ms). */
-  readonly checkedAt: number
-  readonly result: CheckResult
-}
-
-export type RecordOutcome =
-  | { readonly _tag: "Recorded"; readonly transition: Transition; readonly status: MonitorStatus }
-  /** Nothing written: the attempt was already recorded, or the monitor is gone or inactive. */
-  | { readonly _tag: "Skipped"; readonly reason: "duplicate" | "inactive" }
+export type { AttemptInput, RecordOutcome } from "./RecordBatch.ts"
 
 /** The checker's input from a stored monitor. */
 export const toCheckTarget = (monitor: MonitorRecord): CheckTarget => ({
@@ -69,8 +59,8 @@ export const toCheckTarget = (monitor: MonitorRecord): CheckTarget => ({
   expectedValue: monitor.expectedValue ?? undefined
 })
 
-/** The recording statement's answer: 1 if the heartbeat was new, 0 for a replay. */
-const RecordedRow = Schema.Struct({ recorded: Schema.Int })
+/** Claims or attempts per statement at most. */
+const MAX_BATCH = 200
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -79,6 +69,19 @@ const make = Effect.gen(function*() {
   const { region } = yield* AppConfig
 
   const loadSchedule = repository.schedule
+
+  // Claims due together (alarms fire in bursts on a busy runner) go in one statement.
+  const claimOne = yield* GroupCommit.make({
+    key: (
+      claim: { readonly id: string; readonly expected: number; readonly next: number; readonly frequency: number }
+    ) => claim.id,
+    write: (claims) =>
+      Effect.map(repository.claimMany(claims), (rows) => {
+        const byId = new Map(rows.map((row) => [row.id, row]))
+        return claims.map((claim) => Option.fromUndefinedOr(byId.get(claim.id)))
+      }),
+    maxBatch: MAX_BATCH
+  })
 
   const claim = (options: {
     readonly monitorId: string
@@ -90,8 +93,8 @@ const make = Effect.gen(function*() {
     readonly frequency: number
   }): Effect.Effect<Option.Option<ClaimedSlot>, SqlError> =>
     Effect.map(
-      repository.claim({
-        monitorId: options.monitorId,
+      claimOne({
+        id: options.monitorId,
         expected: options.expected,
         next: nextSlot(options.slotAt, options.frequency),
         frequency: options.frequency
@@ -117,95 +120,14 @@ const make = Effect.gen(function*() {
   const loadTarget = (monitorId: string): Effect.Effect<Option.Option<CheckTarget>, SqlError> =>
     Effect.map(repository.findActive(monitorId), Option.map(toCheckTarget))
 
-  const record = (input: AttemptInput): Effect.Effect<RecordOutcome, SqlError> =>
-    sql.withTransaction(Effect.gen(function*() {
-      const locked = yield* repository.lockCheckState(input.monitorId)
-      if (Option.isNone(locked) || !locked.value.active) return { _tag: "Skipped", reason: "inactive" } as const
-      const monitor = locked.value
-
-      const { result } = input
-      const next = transition(monitor, result, monitor.degradedThresholdMs)
-      const checkedAt = new Date(input.checkedAt)
-      const slotAt = new Date(input.slotAt)
-      const responseTimeMs = Math.max(0, Math.round(result.responseTimeMs))
-
-      // A result older than the last one recorded (a check that outlived a shard hand-off)
-      // keeps its heartbeat but does not move the status back in time.
-      const stale = monitor.lastCheckedAt !== null && input.checkedAt < monitor.lastCheckedAt
-      const applied: Transition = stale
-        ? {
-          ...next,
-          status: monitor.status,
-          consecutiveFailures: monitor.consecutiveFailures,
-          changed: false,
-          retry: false
-        }
-        : next
-
-      const timestamp = checkedAt.toISOString()
-      const published: Array<NewDomainEvent> = [HeartbeatEvent.make(monitor.orgId, {
-        monitorId: input.monitorId,
-        timestamp,
-        status: next.heartbeatStatus,
-        responseTime: responseTimeMs,
-        ...(result.statusCode === undefined ? {} : { statusCode: result.statusCode }),
-        ...(result.error === undefined ? {} : { error: result.error }),
-        region,
-        attempt: input.attempt
-      })]
-      if (applied.changed) {
-        published.push(MonitorStatusEvent.make(monitor.orgId, {
-          monitorId: input.monitorId,
-          name: monitor.name,
-          status: applied.status,
-          previousStatus: monitor.status,
-          timestamp
-        }))
-      }
-
-      // One statement (one round trip): the heartbeat — unique per monitor, slot and attempt —
-      // and, only if it was new, the uptime interval, the monitor's status and the events.
-      const heartbeat = insertHeartbeat(sql, {
-        monitorId: input.monitorId,
-        slotAt,
-        attempt: input.attempt,
-        checkedAt,
-        status: next.heartbeatStatus,
-        responseTimeMs,
-        statusCode: result.statusCode ?? null,
-        error: result.error ?? null,
-        region
-      })
-      const recorded = sql.literal("EXISTS (SELECT 1 FROM heartbeat)")
-      // Uptime (see Uptime.ts): close the open interval [status_since, checkedAt) in the
-      // status held so far, count this attempt in its hour, and open the next interval.
-      const rollup = stale ? undefined : accountIntervalStatement(sql, {
-        monitorId: input.monitorId,
-        from: new Date(monitor.statusSince),
-        to: checkedAt,
-        status: monitor.status,
-        checks: 1,
-        failed: next.heartbeatStatus === "down" ? 1 : 0,
-        responseTimeMs,
-        checkedAt
-      }, recorded)
-      const status = stale ? undefined : repository.applyCheck(input.monitorId, {
-        status: applied.status,
-        consecutiveFailures: applied.consecutiveFailures,
-        checkedAt
-      }, recorded)
-      // In the same transaction: the events commit with the heartbeat or not at all. No
-      // NOTIFY in it (it would serialise every check's commit cluster-wide): readers are
-      // woken once it committed (`notifyCommitted`).
-      const [row] = yield* sql`
-        WITH heartbeat AS (${heartbeat}),
-        ${rollup === undefined ? sql.literal("") : sql`rollup AS (${rollup}),`}
-        ${status === undefined ? sql.literal("") : sql`status AS (${status}),`}
-        appended AS (${appendStatement(sql, published, recorded)})
-        SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`.pipe(decodeRows(RecordedRow))
-      if (row.recorded === 0) return { _tag: "Skipped", reason: "duplicate" } as const
-      return { _tag: "Recorded", transition: applied, status: applied.status } as const
-    })).pipe(Effect.tap((outcome) => outcome._tag === "Recorded" ? events.notifyCommitted : Effect.void))
+  // Attempts finished together are written in one transaction (`RecordBatch.ts`).
+  const record = yield* GroupCommit.make({
+    key: (input: AttemptInput) => input.monitorId,
+    write: (inputs) => sql.withTransaction(recordBatch(sql, repository, region, inputs)),
+    afterWrite: (outcomes) =>
+      outcomes.some((outcome) => outcome._tag === "Recorded") ? events.notifyCommitted : Effect.void,
+    maxBatch: MAX_BATCH
+  })
 
   /**
    * The schedule of every active monitor on the given shards (the wake-up sweep), plus

@@ -43,16 +43,29 @@ export interface NewHeartbeat {
 }
 
 /**
- * One attempt's heartbeat, unique per monitor, slot and attempt: a replay inserts nothing.
- * Returns the new row's `id` (none for a replay); the recorder embeds it as a CTE.
+ * Many attempts' heartbeats in one insert (the recorder's group commit; at most one per
+ * monitor). A replayed one inserts nothing; returns `monitor_id` of each new row.
  */
-export const insertHeartbeat = (sql: SqlClient.SqlClient, beat: NewHeartbeat) =>
-  sql`
+export const insertHeartbeatsStatement = (sql: SqlClient.SqlClient, beats: ReadonlyArray<NewHeartbeat>) => {
+  const rows = JSON.stringify(beats.map((beat) => ({
+    monitor_id: beat.monitorId,
+    slot_at: beat.slotAt.toISOString(),
+    attempt: beat.attempt,
+    checked_at: beat.checkedAt.toISOString(),
+    status: beat.status,
+    response_time_ms: beat.responseTimeMs,
+    status_code: beat.statusCode,
+    error: beat.error,
+    region: beat.region
+  })))
+  return sql`
     INSERT INTO heartbeats (monitor_id, slot_at, attempt, checked_at, status, response_time_ms, status_code, error, region)
-    VALUES (${beat.monitorId}, ${beat.slotAt}, ${beat.attempt}, ${beat.checkedAt}, ${beat.status},
-      ${beat.responseTimeMs}, ${beat.statusCode}, ${beat.error}, ${beat.region})
+    SELECT r.monitor_id, r.slot_at, r.attempt, r.checked_at, r.status, r.response_time_ms, r.status_code, r.error, r.region
+    FROM jsonb_to_recordset(${rows}::jsonb) AS r(monitor_id text, slot_at timestamptz, attempt integer,
+      checked_at timestamptz, status text, response_time_ms integer, status_code integer, error text, region text)
     ON CONFLICT (monitor_id, slot_at, attempt) DO NOTHING
-    RETURNING id`
+    RETURNING monitor_id`
+}
 
 /** The slot of the monitor's newest heartbeat (epoch ms, truncated), if any. */
 export const lastSlotAt = (sql: SqlClient.SqlClient, monitorId: string) =>

@@ -46,17 +46,11 @@ const make = Effect.gen(function*() {
     insert: (id, orgId, values) => Rows.insertMonitor(sql, id, orgId, values),
     update: (id, values) => Rows.updateMonitor(sql, id, values),
     schedule: (id) => Rows.findSchedule(sql, id),
-    claim: (options) =>
-      Rows.claimSlot(sql, {
-        id: options.monitorId,
-        expected: options.expected,
-        next: options.next,
-        frequency: options.frequency
-      }),
+    claimMany: (claims) => claims.length === 0 ? Effect.succeed([]) : Rows.claimSlots(sql, claims),
     reschedule: (options) => Rows.rescheduleSlot(sql, options.monitorId, options.expected, options.next),
     findActive: (id) => Rows.findActiveMonitor(sql, id),
-    lockCheckState: (id) => Rows.lockCheckState(sql, id),
-    applyCheck: (id, state, when) => Rows.applyCheck(sql, id, state, when),
+    lockCheckStates: (ids) => ids.length === 0 ? Effect.succeed([]) : Rows.lockCheckStates(sql, ids),
+    applyChecks: (checks, monitorIds) => Rows.applyChecks(sql, checks, monitorIds),
     shardSchedules: (shards, shardCount) => Rows.shardSchedules(sql, shards, shardCount),
     assignShards: (assigned, shardCount) =>
       assigned.length === 0 ? Effect.void : Rows.assignShards(sql, assigned, shardCount),
@@ -94,16 +88,19 @@ export class MonitorRepository extends Context.Service<MonitorRepository, {
   /** The scheduler's view of one monitor. */
   schedule(id: string): Effect.Effect<Option.Option<MonitorSchedule>, SqlError>
   /**
-   * Takes a slot by compare-and-swap: moves `next_check_at` from `expected` (what the caller
-   * saw) to `next` if the frequency is still `frequency` and the monitor active. Exactly one
-   * caller wins; the winner gets the monitor as it is now.
+   * Takes slots by compare-and-swap, many monitors (one slot each) at once: moves each
+   * `next_check_at` from `expected` (what the caller saw) to `next` if the frequency is still
+   * `frequency` and the monitor active. Exactly one caller wins a slot; the result holds the
+   * monitors whose slot this call took, as they are now.
    */
-  claim(options: {
-    readonly monitorId: string
-    readonly expected: number
-    readonly next: number
-    readonly frequency: number
-  }): Effect.Effect<Option.Option<MonitorRecord>, SqlError>
+  claimMany(
+    claims: ReadonlyArray<{
+      readonly id: string
+      readonly expected: number
+      readonly next: number
+      readonly frequency: number
+    }>
+  ): Effect.Effect<ReadonlyArray<MonitorRecord>, SqlError>
   /** Moves `next_check_at` from `expected` to `next`; false if it moved meanwhile. */
   reschedule(options: {
     readonly monitorId: string
@@ -111,17 +108,23 @@ export class MonitorRepository extends Context.Service<MonitorRepository, {
     readonly next: number
   }): Effect.Effect<boolean, SqlError>
   findActive(id: string): Effect.Effect<Option.Option<MonitorRecord>, SqlError>
-  /** The state a check result applies to, the row locked until the transaction ends. */
-  lockCheckState(id: string): Effect.Effect<Option.Option<CheckState>, SqlError>
+  /** The state check results apply to, of the monitors that exist, locked in id order until the transaction ends. */
+  lockCheckStates(
+    ids: ReadonlyArray<string>
+  ): Effect.Effect<ReadonlyArray<CheckState & { readonly id: string }>, SqlError>
   /**
-   * Writes a check's effect on the monitor (the uptime interval restarts no earlier than
-   * `checkedAt`), if `when` holds; a statement to run or to embed in a larger one as a CTE.
+   * Writes checks' effects on many monitors (the uptime interval restarts no earlier than
+   * `checkedAt`), each if its id is in `monitorIds` (a subquery); a statement to embed.
    */
-  applyCheck(id: string, state: {
-    readonly status: MonitorStatus
-    readonly consecutiveFailures: number
-    readonly checkedAt: Date
-  }, when?: Statement.Fragment): Statement.Statement<unknown>
+  applyChecks(
+    checks: ReadonlyArray<{
+      readonly id: string
+      readonly status: MonitorStatus
+      readonly consecutiveFailures: number
+      readonly checkedAt: Date
+    }>,
+    monitorIds: Statement.Fragment
+  ): Statement.Statement<unknown>
   /** Active monitors of the given shards, plus those whose shard is not recorded for `shardCount`. */
   shardSchedules(
     shards: ReadonlyArray<number>,

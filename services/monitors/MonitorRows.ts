@@ -204,18 +204,34 @@ export const findSchedule = (sql: SqlClient.SqlClient, id: string) =>
     Effect.map(first)
   )
 
-/** Moves `next_check_at` from `expected` to `next` (ms) if the frequency is still `frequency` and the monitor active. */
-export const claimSlot = (sql: SqlClient.SqlClient, slot: {
-  readonly id: string
-  readonly expected: number
-  readonly next: number
-  readonly frequency: number
-}) =>
-  sql`
-    UPDATE monitors SET next_check_at = ${new Date(slot.next)}
-    WHERE id = ${slot.id} AND date_trunc('milliseconds', next_check_at) = ${new Date(slot.expected)}
-      AND frequency = ${slot.frequency} AND active
-    RETURNING ${sql.literal(recordColumns)}`.pipe(decodeRows(MonitorRecord), Effect.map(first))
+/**
+ * Takes slots by compare-and-swap, for many monitors (at most one slot each) in one update:
+ * moves each `next_check_at` from `expected` to `next` (ms) if the frequency is still
+ * `frequency` and the monitor active. Returns the monitors it moved, as they are now.
+ */
+export const claimSlots = (
+  sql: SqlClient.SqlClient,
+  slots: ReadonlyArray<{
+    readonly id: string
+    readonly expected: number
+    readonly next: number
+    readonly frequency: number
+  }>
+) => {
+  const rows = JSON.stringify(slots.map((slot) => ({
+    claim_id: slot.id,
+    claim_expected: new Date(slot.expected).toISOString(),
+    claim_next: new Date(slot.next).toISOString(),
+    claim_frequency: slot.frequency
+  })))
+  return sql`
+    UPDATE monitors SET next_check_at = v.claim_next
+    FROM jsonb_to_recordset(${rows}::jsonb)
+      AS v(claim_id text, claim_expected timestamptz, claim_next timestamptz, claim_frequency integer)
+    WHERE id = v.claim_id AND date_trunc('milliseconds', next_check_at) = v.claim_expected
+      AND frequency = v.claim_frequency AND active
+    RETURNING ${sql.literal(recordColumns)}`.pipe(decodeRows(MonitorRecord))
+}
 
 /** Moves `next_check_at` from `expected` to `next` (ms); false if it moved meanwhile. */
 export const rescheduleSlot = (sql: SqlClient.SqlClient, id: string, expected: number, next: number) =>
@@ -233,24 +249,44 @@ export const findActiveMonitor = (sql: SqlClient.SqlClient, id: string) =>
     Effect.map(first)
   )
 
-/** The state a check result applies to, the row locked until the transaction ends. */
-export const lockCheckState = (sql: SqlClient.SqlClient, id: string) =>
+/** The state check results apply to, of many monitors, the rows locked (in id order, so two batches never deadlock) until the transaction ends. */
+export const lockCheckStates = (sql: SqlClient.SqlClient, ids: ReadonlyArray<string>) =>
   sql`
-    SELECT org_id AS "orgId", name, active, status, consecutive_failures AS "consecutiveFailures", retries,
+    SELECT id, org_id AS "orgId", name, active, status, consecutive_failures AS "consecutiveFailures", retries,
       degraded_threshold_ms AS "degradedThresholdMs", ${sql.literal(ms("last_checked_at"))} AS "lastCheckedAt",
       ${sql.literal(ms("status_since"))} AS "statusSince"
-    FROM monitors WHERE id = ${id} FOR UPDATE`.pipe(decodeRows(CheckState), Effect.map(first))
+    FROM monitors WHERE id = ANY(${ids}::text[]) ORDER BY id FOR UPDATE`.pipe(
+    decodeRows(Schema.Struct({ id: Schema.String, ...CheckState.fields }))
+  )
 
-/** Writes a check's effect on the monitor, if `when` holds; run it or embed it as a CTE. */
-export const applyCheck = (sql: SqlClient.SqlClient, id: string, state: {
-  readonly status: MonitorStatus
-  readonly consecutiveFailures: number
-  readonly checkedAt: Date
-}, when: Statement.Fragment = sql.literal("true")) =>
-  sql`
-    UPDATE monitors SET status = ${state.status}, consecutive_failures = ${state.consecutiveFailures},
-      last_checked_at = ${state.checkedAt}, status_since = greatest(status_since, ${state.checkedAt}::timestamptz)
-    WHERE id = ${id} AND ${when}`
+/**
+ * Writes checks' effects on many monitors in one update (the uptime interval restarts no
+ * earlier than `checkedAt`), each only if its id is in `monitorIds` (a subquery of the
+ * embedding statement).
+ */
+export const applyChecks = (
+  sql: SqlClient.SqlClient,
+  checks: ReadonlyArray<{
+    readonly id: string
+    readonly status: MonitorStatus
+    readonly consecutiveFailures: number
+    readonly checkedAt: Date
+  }>,
+  monitorIds: Statement.Fragment
+) => {
+  const rows = JSON.stringify(checks.map((check) => ({
+    id: check.id,
+    status: check.status,
+    consecutive_failures: check.consecutiveFailures,
+    checked_at: check.checkedAt.toISOString()
+  })))
+  return sql`
+    UPDATE monitors m SET status = v.status, consecutive_failures = v.consecutive_failures,
+      last_checked_at = v.checked_at, status_since = greatest(m.status_since, v.checked_at)
+    FROM jsonb_to_recordset(${rows}::jsonb) AS v(id text, status text, consecutive_failures integer,
+      checked_at timestamptz)
+    WHERE m.id = v.id AND v.id IN ${monitorIds}`
+}
 
 /** Active monitors of the given shards, plus those whose shard is not recorded for `shardCount`. */
 export const shardSchedules = (sql: SqlClient.SqlClient, shards: ReadonlyArray<number>, shardCount: number) =>

@@ -137,6 +137,40 @@ export const accountIntervalStatement = (
 }
 
 /**
+ * `accountIntervalStatement` for many monitors (at most one input each) in one upsert, each
+ * monitor's rows applied only if its id is in `monitorIds` (a subquery of the embedding
+ * statement); `undefined` when the intervals add nothing.
+ */
+export const accountIntervalsStatement = (
+  sql: SqlClient.SqlClient,
+  inputs: ReadonlyArray<AccountIntervalInput>,
+  monitorIds: Statement.Fragment
+) => {
+  const rows = inputs.flatMap((input) =>
+    intervalBuckets(input).map((bucket) => ({
+      ...bucket,
+      monitor_id: input.monitorId,
+      hour: new Date(bucket.hour).toISOString()
+    }))
+  )
+  if (rows.length === 0) return undefined
+  return sql`
+    INSERT INTO monitor_uptime_hourly AS t
+      (monitor_id, hour, up_ms, down_ms, checks, failed_checks, response_time_sum)
+    SELECT r.monitor_id, r.hour, r.up_ms, r.down_ms, r.checks, r.failed_checks, r.response_time_sum
+    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
+      AS r(monitor_id text, hour timestamptz, up_ms bigint, down_ms bigint, checks integer, failed_checks integer,
+           response_time_sum bigint)
+    WHERE r.monitor_id IN ${monitorIds}
+    ON CONFLICT (monitor_id, hour) DO UPDATE SET
+      up_ms = t.up_ms + EXCLUDED.up_ms,
+      down_ms = t.down_ms + EXCLUDED.down_ms,
+      checks = t.checks + EXCLUDED.checks,
+      failed_checks = t.failed_checks + EXCLUDED.failed_checks,
+      response_time_sum = t.response_time_sum + EXCLUDED.response_time_sum`
+}
+
+/**
  * Adds `[from, to)` in `status` (and any check counters) to `monitor_uptime_hourly`, split
  * at hour boundaries, in one upsert. Run it inside the transaction that moves
  * `monitors.status_since` past `to` (see the accounting protocol above).

@@ -1,11 +1,24 @@
 import { expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Option } from "effect"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
+import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { bootstrapOrg, request, startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
 import { tempDir } from "../support/tempDir.ts"
 import { cloneUrl, gitClient, writeFiles } from "./gitClient.ts"
+
+/**
+ * Two runners of one cluster (multi-runner mode, each its own runner address): two apps on one
+ * database without it are two "single" runners that both claim the one default runner
+ * address, and stopping them could hang for minutes (each releases shards the other holds).
+ */
+const runnerOn = (dataDir: string) =>
+  Effect.map(Effect.promise(freePort), (port) => ({
+    dataDir,
+    runnerAddress: Option.some({ host: "127.0.0.1", port }),
+    runnerListenAddress: Option.none()
+  }))
 
 /** A data folder whose `blobs` is the shared object store (each runner keeps its own git cache). */
 const dataDirSharing = (blobs: string) =>
@@ -15,8 +28,8 @@ it.effect("a push through one runner is seen by a clone through another", () =>
   Effect.gen(function*() {
     const url = yield* createTestDatabase
     const blobs = yield* tempDir("canopy-shared-blobs-")
-    const first = yield* startAppOnDatabase(url, { dataDir: yield* dataDirSharing(blobs) })
-    const second = yield* startAppOnDatabase(url, { dataDir: yield* dataDirSharing(blobs) })
+    const first = yield* startAppOnDatabase(url, yield* runnerOn(yield* dataDirSharing(blobs)))
+    const second = yield* startAppOnDatabase(url, yield* runnerOn(yield* dataDirSharing(blobs)))
     const org = yield* bootstrapOrg(first.baseUrl, { slug: "two-runners", plan: "enterprise" })
     const created = yield* request(`${first.baseUrl}/api/v1/code/repos`, {
       method: "POST",

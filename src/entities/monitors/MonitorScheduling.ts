@@ -10,8 +10,8 @@ import { type MonitorSchedulingOptions, MonitorSweeper } from "./MonitorSweeper.
  *
  * The entity decides everything about its checks: when the next slot is, claiming it,
  * running the check, retrying an unconfirmed failure after `retryInterval`, recording
- * each attempt (one transaction, `CheckRecorder.record`) and rescheduling when the
- * frequency changes. Everything durable — the next slot, the status, the consecutive
+ * each attempt (one transaction, shared with the attempts that finish at the same time:
+ * `CheckRecorder.record`) and rescheduling when the frequency changes. Everything durable — the next slot, the status, the consecutive
  * failures — lives in the `monitors` row, so nothing is lost with the entity.
  *
  * Between checks the entity does not stay resident: it leaves an alarm (its next slot,
