@@ -10,8 +10,10 @@ import { StatusSummary } from "./StatusSummary.ts"
  * The per-runner cache of the public status surface's rendered bytes (summary, widget,
  * feed, badge, HTML page), so that an outage's crowd of visitors costs no query per
  * request. An entry belongs to one organization and is dropped by every domain event that
- * changes what it shows (monitor status, monitor or component edits, incidents); events
- * reach every runner through `Events.live`, within the outbox's wake-up time.
+ * changes what it shows (monitor status, monitor or component edits, incidents). Each
+ * runner drops the entries on the event's commit hint (`CommitHints.ts`), which arrives with
+ * the NOTIFY of the commit, and again when `Events.live` delivers the event itself (the
+ * ordered read waits for every older open transaction, and not every publisher sends hints).
  *
  * Uptime figures and `lastUpdated` move without an event, so an entry also ages: after
  * `freshMs` the next request still gets it at once while one background computation
@@ -212,12 +214,17 @@ export class StatusCache extends Context.Service<StatusCache, {
             return lookup(orgs as Map<string, Entry<unknown>>, slug, () => 0, summaries.organization(slug))
           })
 
-        const onEvent = (event: DomainEvent) => {
+        const onEvent = (event: Pick<DomainEvent, "type" | "orgId">) => {
           if (event.orgId !== null && STATUS_EVENTS.has(event.type)) invalidateNow(event.orgId)
           // The organization's own name (and logo) are cached with its slug.
           if (event.type === "organization.updated") orgs.clear()
         }
 
+        // The fast path: a commit hint drops the entries as soon as the commit is announced.
+        yield* events.hints.pipe(
+          Stream.runForEach((hint) => Effect.sync(() => onEvent(hint))),
+          Effect.forkIn(scope)
+        )
         yield* events.live.pipe(
           Stream.runForEach((event) => Effect.sync(() => onEvent(event))),
           Effect.catchCause((cause) =>
