@@ -31,6 +31,7 @@ import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
 import { SubscriberNotificationsLive } from "../services/subscriptions/SubscriberNotifications.ts"
 import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { ApiKeys } from "../services/tenancy/ApiKeys.ts"
+import { OrganizationLogo } from "../services/tenancy/OrganizationLogo.ts"
 import { Tenancy } from "../services/tenancy/Tenancy.ts"
 import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
@@ -63,7 +64,14 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
+  const Domain = Layer.mergeAll(
+    ApiKeys.layer,
+    Monitors.layer,
+    StatusCache.layer,
+    GitLive,
+    FanOut.layer,
+    OrganizationLogo.layer.pipe(Layer.provide(OutboundGuard.layerFromConfig))
+  ).pipe(
     Layer.provideMerge(StatusSummary.layer),
     Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),

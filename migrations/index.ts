@@ -23,6 +23,7 @@ import suggestionAppliedBy from "./0045_suggestion_applied_by.ts"
 import repositoryLifecycle from "./0050_repository_lifecycle.ts"
 import webhookSubscribedFrom from "./0070_webhook_subscribed_from.ts"
 import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
+import organizationLogo from "./0120_organization_logo.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -50,5 +51,6 @@ export const migrations = {
   "0045_suggestion_applied_by": suggestionAppliedBy,
   "0050_repository_lifecycle": repositoryLifecycle,
   "0070_webhook_subscribed_from": webhookSubscribedFrom,
-  "0080_incident_maintenance_window": incidentMaintenanceWindow
+  "0080_incident_maintenance_window": incidentMaintenanceWindow,
+  "0120_organization_logo": organizationLogo
 }

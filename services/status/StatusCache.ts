@@ -2,6 +2,7 @@ import { Cause, Context, Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { NotFound } from "../../schemas/platform/Errors.ts"
 import { ComponentChangedEvent } from "../../schemas/status/Components.ts"
+import { OrgUpdatedEvent } from "../../schemas/tenancy/Tenancy.ts"
 import { type DomainEvent, Events } from "../events/Events.ts"
 import type { OrganizationName } from "../tenancy/Tenancy.ts"
 import { StatusSummary } from "./StatusSummary.ts"
@@ -48,7 +49,8 @@ export const STATUS_EVENTS: ReadonlySet<string> = new Set([
   "incident.resolved",
   "incident.deleted",
   ComponentChangedEvent.type,
-  "organization.updated"
+  // Name and logo (and plan, quota: harmless).
+  OrgUpdatedEvent.type
 ])
 
 export interface StatusCacheOptions {
@@ -80,7 +82,10 @@ export class StatusCache extends Context.Service<StatusCache, {
   get<E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>): Effect.Effect<Rendered, E, R>
   /** The organization behind a public slug, cached like the renderings. */
   organization(slug: string): Effect.Effect<OrganizationName, NotFound>
-  /** Drops an organization's entries (what an invalidating event does). */
+  /**
+   * Drops an organization's entries and the cached organizations behind slugs (what an
+   * `org.updated` event does): for a writer whose change must show on this runner at once.
+   */
   invalidate(orgId: string): Effect.Effect<void>
 }>()("canopy/status/StatusCache") {
   static readonly layerWith = (options: StatusCacheOptions = {}) =>
@@ -217,7 +222,7 @@ export class StatusCache extends Context.Service<StatusCache, {
         const onEvent = (event: Pick<DomainEvent, "type" | "orgId">) => {
           if (event.orgId !== null && STATUS_EVENTS.has(event.type)) invalidateNow(event.orgId)
           // The organization's own name (and logo) are cached with its slug.
-          if (event.type === "organization.updated") orgs.clear()
+          if (event.type === OrgUpdatedEvent.type) orgs.clear()
         }
 
         // The fast path: a commit hint drops the entries as soon as the commit is announced.
@@ -241,7 +246,7 @@ export class StatusCache extends Context.Service<StatusCache, {
         return StatusCache.of({
           get,
           organization,
-          invalidate: (orgId) => Effect.sync(() => invalidateNow(orgId))
+          invalidate: (orgId) => Effect.sync(() => onEvent({ type: OrgUpdatedEvent.type, orgId }))
         })
       })
     )
