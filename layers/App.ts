@@ -51,6 +51,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
+import { PublicFastPath } from "../src/http/status/PublicFastPath.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -109,7 +110,7 @@ export const AppLive = (config: AppConfigShape) => {
   )
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
   // LiveUpgrades after serveHttp: released first, it closes the WebSocket clients.
-  const Http = LiveUpgrades.pipe(
+  const Http = Layer.merge(LiveUpgrades, PublicFastPath).pipe(
     Layer.provideMerge(serveHttp),
     Layer.provideMerge(LiveHub.layer),
     Layer.provideMerge(Subscribing),

@@ -80,6 +80,11 @@ export class StatusCache extends Context.Service<StatusCache, {
    * computation for every concurrent caller). Failures are not kept.
    */
   get<E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>): Effect.Effect<Rendered, E, R>
+  /**
+   * The fresh cached `key` of the organization behind `slug`, synchronously, or undefined
+   * when anything is missing, computing, stale or invalidated (then `get` is the way).
+   */
+  peek(slug: string, key: string): Rendered | undefined
   /** The organization behind a public slug, cached like the renderings. */
   organization(slug: string): Effect.Effect<OrganizationName, NotFound>
   /**
@@ -243,8 +248,19 @@ export class StatusCache extends Context.Service<StatusCache, {
         )
         yield* Scope.addFinalizer(scope, Effect.sync(clearAll))
 
+        const peek = (slug: string, key: string): Rendered | undefined => {
+          const now = Date.now()
+          const org = orgs.get(slug)
+          if (org?.settled === undefined || now - org.at >= freshMs) return undefined
+          const orgId = org.settled.id
+          const entry = byOrg.get(orgId)?.get(key)
+          if (entry?.settled === undefined || now - entry.at >= freshMs) return undefined
+          return entry.generation === (generations.get(orgId) ?? 0) ? entry.settled as Rendered : undefined
+        }
+
         return StatusCache.of({
           get,
+          peek,
           organization,
           invalidate: (orgId) => Effect.sync(() => onEvent({ type: OrgUpdatedEvent.type, orgId }))
         })

@@ -11,7 +11,7 @@ import { takePublicLimit } from "./publicAccess.ts"
  * must not run scripts or load anything (inline styles are what logos use). `nosniff` comes
  * with every cached answer.
  */
-const LOGO_CSP = "default-src 'none'; style-src 'unsafe-inline'"
+export const LOGO_CSP = "default-src 'none'; style-src 'unsafe-inline'"
 
 const NO_LOGO = JSON.stringify({ error: "not_found", message: "This organization has no logo" })
 
