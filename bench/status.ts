@@ -137,6 +137,7 @@ const main = async () => {
     ["GET /status/{slug} (HTML page)", `${base}/status/bench`]
   ] as const
 
+  console.error("bench:status: seeded; cold burst")
   // A cold cache under a burst: the first requests after start-up, all at once.
   const burst = await Promise.all(endpoints.map(async ([name, url]) => {
     const started = performance.now()
@@ -165,6 +166,7 @@ const main = async () => {
   // Alternating short rounds per endpoint (bare, Canopy, Canopy, bare, …): the machine's load
   // drifts by the second, so each ratio compares two rounds taken back to back and the
   // endpoint's figure is the median of its paired ratios.
+  console.error("bench:status: throughput rounds")
   const pairs: Array<Paired> = []
   await loadFromManyClients(endpoints[0][1])
   await loadFromManyClients(bareServers[0].url)
@@ -179,6 +181,7 @@ const main = async () => {
   )
   await Promise.all(bareServers.map(({ server }) => stop(server)))
 
+  console.error("bench:status: propagation to a second runner")
   // An incident opened through the first runner, polled for on a second runner's summary.
   const secondPort = await freePort()
   const second = await startProcess("src/main.ts", {
