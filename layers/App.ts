@@ -31,6 +31,7 @@ import { SigningSecret } from "../services/subscriptions/SigningSecret.ts"
 import { SubscriberNotificationsLive } from "../services/subscriptions/SubscriberNotifications.ts"
 import { Subscriptions } from "../services/subscriptions/Subscriptions.ts"
 import { ApiKeys } from "../services/tenancy/ApiKeys.ts"
+import { OrganizationLogo } from "../services/tenancy/OrganizationLogo.ts"
 import { Tenancy } from "../services/tenancy/Tenancy.ts"
 import { Deliveries } from "../services/webhooks/Deliveries.ts"
 import { Dispatcher } from "../services/webhooks/Dispatcher.ts"
@@ -51,6 +52,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
+import { PublicFastPath } from "../src/http/status/PublicFastPath.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
@@ -64,7 +66,14 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))
   )
-  const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
+  const Domain = Layer.mergeAll(
+    ApiKeys.layer,
+    Monitors.layer,
+    StatusCache.layer,
+    GitLive,
+    FanOut.layer,
+    OrganizationLogo.layer.pipe(Layer.provide(OutboundGuard.layerFromConfig))
+  ).pipe(
     Layer.provideMerge(StatusSummary.layer),
     Layer.provideMerge(Layer.mergeAll(Incidents.layer, Components.layer, Webhooks.layer, Deliveries.layer)),
     Layer.provideMerge(Uptime.layer),
@@ -103,7 +112,7 @@ export const AppLive = (config: AppConfigShape) => {
   )
   const Notifications = Layer.mergeAll(MailOutbox.layer, MonitorAlerts.layer)
   // LiveUpgrades after serveHttp: released first, it closes the WebSocket clients.
-  const Http = LiveUpgrades.pipe(
+  const Http = Layer.merge(LiveUpgrades, PublicFastPath).pipe(
     Layer.provideMerge(serveHttp),
     Layer.provideMerge(LiveHub.layer),
     Layer.provideMerge(Subscribing),

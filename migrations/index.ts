@@ -24,6 +24,7 @@ import repositoryLifecycle from "./0050_repository_lifecycle.ts"
 import webhookSubscribedFrom from "./0070_webhook_subscribed_from.ts"
 import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
 import ciCaches from "./0100_ci_caches.ts"
+import organizationLogo from "./0120_organization_logo.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -52,5 +53,6 @@ export const migrations = {
   "0050_repository_lifecycle": repositoryLifecycle,
   "0070_webhook_subscribed_from": webhookSubscribedFrom,
   "0080_incident_maintenance_window": incidentMaintenanceWindow,
-  "0100_ci_caches": ciCaches
+  "0100_ci_caches": ciCaches,
+  "0120_organization_logo": organizationLogo
 }

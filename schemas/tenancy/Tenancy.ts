@@ -50,6 +50,13 @@ export const Organization = Schema.Struct({
   requestsPerMinute: Schema.Int,
   /** Storage of packs + LFS the organization may use: the plan's, or the admin API's override. */
   storageLimitBytes: Schema.Number,
+  /**
+   * The logo shown on the public status page (served by Canopy at `/status/{slug}/logo`
+   * from its own copy), and why the last fetch of it failed (null: the copy is current).
+   * Absent where the organization is embedded in another answer (`/me`).
+   */
+  logoUrl: Schema.optional(Schema.NullOr(Schema.String)),
+  logoError: Schema.optional(Schema.NullOr(Schema.String)),
   createdAt: Schema.String
 })
 export type Organization = typeof Organization.Type
@@ -82,7 +89,12 @@ export const UpdateOrganization = Schema.Struct({
   /** Per-organization storage in bytes (Enterprise's "100 GB+"); null restores the plan's. */
   storageLimitBytes: Schema.optional(
     Schema.NullOr(Schema.Int.check(Schema.isBetween({ minimum: 1, maximum: Number.MAX_SAFE_INTEGER })))
-  )
+  ),
+  /**
+   * An https URL of the organization's logo (png, jpeg, gif, webp or svg, up to 512 KiB);
+   * Canopy fetches it now and serves its own copy. Null removes the logo.
+   */
+  logoUrl: Schema.optional(Schema.NullOr(Schema.String.check(Schema.isMinLength(1), Schema.isMaxLength(2048))))
 })
 export type UpdateOrganization = typeof UpdateOrganization.Type
 

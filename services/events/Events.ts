@@ -5,6 +5,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
 
+import { type CommitHint, hintsPayloadSql, parseHints } from "./CommitHints.ts"
 import {
   type ConsumeOptions,
   nextWake,
@@ -18,6 +19,7 @@ import {
 import { type DomainEvent, isAfter, type Position, readAfter, START } from "./EventLog.ts"
 import { makeSharedReads, sliceSegment } from "./SharedReads.ts"
 
+export type { CommitHint } from "./CommitHints.ts"
 export type { ConsumeOptions } from "./EventConsumers.ts"
 export type { DomainEvent } from "./EventLog.ts"
 
@@ -104,7 +106,7 @@ export const appendStatement = (
     FROM jsonb_array_elements(${payload}::jsonb) WITH ORDINALITY AS e(value, n)
     WHERE ${when}
     ORDER BY e.n
-    RETURNING 1`
+    RETURNING org_id, type`
 }
 
 /**
@@ -113,14 +115,16 @@ export const appendStatement = (
  * statement itself (e.g. one per issue an upsert created).
  */
 export const appendSelectedStatement = (sql: SqlClient.SqlClient, select: Statement.Fragment) =>
-  sql`INSERT INTO domain_events (type, org_id, data) ${select} RETURNING 1`
+  sql`INSERT INTO domain_events (type, org_id, data) ${select} RETURNING org_id, type`
 
 /**
  * The select list entry that wakes every runner once the statement's transaction commits
  * (NOTIFY is transactional), after the CTE named `appended` ran, if it appended any event.
+ * The payload carries the commit's hints (`CommitHints.ts`).
  */
 export const notifySql = (sql: SqlClient.SqlClient, appended: string) =>
-  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, '') FROM (SELECT count(*) AS n FROM ${sql(appended)}) AS done
+  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, ${hintsPayloadSql(sql, appended)})
+    FROM (SELECT count(*) AS n FROM ${sql(appended)}) AS done
     WHERE done.n > 0) IS NULL`
 
 /**
@@ -162,6 +166,15 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
   const wakeAll = () => {
     for (const waker of wakers) Queue.offerUnsafe(waker, undefined)
   }
+  // Commit hints, each subscriber with its own dropping queue (a lost hint only delays).
+  const hintSubscribers = new Set<Queue.Queue<CommitHint>>()
+  const hints = Stream.unwrap(Effect.map(
+    Effect.acquireRelease(
+      Effect.tap(Queue.dropping<CommitHint>(4096), (queue) => Effect.sync(() => hintSubscribers.add(queue))),
+      (queue) => Effect.sync(() => hintSubscribers.delete(queue))
+    ),
+    Stream.fromQueue
+  ))
   const waker = Effect.acquireRelease(
     Effect.tap(Queue.sliding<void>(1), (queue) => Effect.sync(() => wakers.add(queue))),
     (queue) => Effect.sync(() => wakers.delete(queue))
@@ -172,7 +185,15 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
     const notifications = yield* retryLogged(pg.listen(EVENTS_CHANNEL), "Events: LISTEN failed, retrying")
     // Anything committed while we were not listening is picked up by this wake-up.
     wakeAll()
-    return yield* Effect.forever(Effect.andThen(Queue.takeAll(notifications), Effect.sync(wakeAll)))
+    return yield* Effect.forever(Effect.flatMap(Queue.takeAll(notifications), (batch) =>
+      Effect.sync(() => {
+        wakeAll()
+        for (const notification of batch) {
+          for (const hint of parseHints(notification.payload)) {
+            for (const subscriber of hintSubscribers) Queue.offerUnsafe(subscriber, hint)
+          }
+        }
+      })))
   }))
   yield* listenSession.pipe(
     Effect.catchCause((cause) =>
@@ -314,6 +335,7 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
     notifyCommitted,
     subscribe,
     live,
+    hints,
     consume,
     consumeBatch
   })
@@ -340,6 +362,11 @@ export class Events extends Context.Service<Events, {
   readonly subscribe: Effect.Effect<Queue.Dequeue<DomainEvent, EventsLagged | Cause.Done>, never, Scope.Scope>
   /** `subscribe` as a stream; the subscription starts when the stream is run. */
   readonly live: Stream.Stream<DomainEvent, EventsLagged>
+  /**
+   * The commit hints (`CommitHints.ts`) of every NOTIFYing publish that commits while the
+   * stream runs, as they arrive: ahead of `live`, unordered, and possibly missing some.
+   */
+  readonly hints: Stream.Stream<CommitHint>
   /**
    * Starts a durable consumer in the current scope and returns once its cursor row exists.
    *

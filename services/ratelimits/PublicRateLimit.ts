@@ -19,13 +19,20 @@ export type PublicEndpoint = keyof typeof publicLimits
  */
 export class PublicRateLimit extends Context.Service<PublicRateLimit, {
   take(endpoint: PublicEndpoint, ip: string): Effect.Effect<QuotaDecision>
+  /**
+   * `take`, synchronously: for the raw fast path of cached answers. Both read the clock the
+   * layer was built with, so they share one window (a test's TestClock included).
+   */
+  takeNow(endpoint: PublicEndpoint, ip: string): QuotaDecision
 }>()("canopy/ratelimits/PublicRateLimit") {
-  static readonly layer = Layer.sync(PublicRateLimit, () => {
-    let currentStart = 0
-    let counts = new Map<string, number>()
-    return PublicRateLimit.of({
-      take: (endpoint, ip) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
+  static readonly layer = Layer.effect(
+    PublicRateLimit,
+    Clock.clockWith((clock) =>
+      Effect.sync(() => {
+        let currentStart = 0
+        let counts = new Map<string, number>()
+        const takeNow = (endpoint: PublicEndpoint, ip: string): QuotaDecision => {
+          const now = clock.currentTimeMillisUnsafe()
           const start = windowStart(now)
           if (start !== currentStart) {
             currentStart = start
@@ -43,7 +50,12 @@ export class PublicRateLimit extends Context.Service<PublicRateLimit, {
             reset: start + 60,
             retryAfter: Math.max(1, start + 60 - Math.floor(now / 1000))
           }
+        }
+        return PublicRateLimit.of({
+          take: (endpoint, ip) => Effect.sync(() => takeNow(endpoint, ip)),
+          takeNow
         })
-    })
-  })
+      })
+    )
+  )
 }

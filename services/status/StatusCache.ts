@@ -2,6 +2,7 @@ import { Cause, Context, Deferred, Effect, Layer, Scope, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { NotFound } from "../../schemas/platform/Errors.ts"
 import { ComponentChangedEvent } from "../../schemas/status/Components.ts"
+import { OrgUpdatedEvent } from "../../schemas/tenancy/Tenancy.ts"
 import { type DomainEvent, Events } from "../events/Events.ts"
 import type { OrganizationName } from "../tenancy/Tenancy.ts"
 import { StatusSummary } from "./StatusSummary.ts"
@@ -10,8 +11,10 @@ import { StatusSummary } from "./StatusSummary.ts"
  * The per-runner cache of the public status surface's rendered bytes (summary, widget,
  * feed, badge, HTML page), so that an outage's crowd of visitors costs no query per
  * request. An entry belongs to one organization and is dropped by every domain event that
- * changes what it shows (monitor status, monitor or component edits, incidents); events
- * reach every runner through `Events.live`, within the outbox's wake-up time.
+ * changes what it shows (monitor status, monitor or component edits, incidents). Each
+ * runner drops the entries on the event's commit hint (`CommitHints.ts`), which arrives with
+ * the NOTIFY of the commit, and again when `Events.live` delivers the event itself (the
+ * ordered read waits for every older open transaction, and not every publisher sends hints).
  *
  * Uptime figures and `lastUpdated` move without an event, so an entry also ages: after
  * `freshMs` the next request still gets it at once while one background computation
@@ -46,7 +49,8 @@ export const STATUS_EVENTS: ReadonlySet<string> = new Set([
   "incident.resolved",
   "incident.deleted",
   ComponentChangedEvent.type,
-  "organization.updated"
+  // Name and logo (and plan, quota: harmless).
+  OrgUpdatedEvent.type
 ])
 
 export interface StatusCacheOptions {
@@ -76,9 +80,17 @@ export class StatusCache extends Context.Service<StatusCache, {
    * computation for every concurrent caller). Failures are not kept.
    */
   get<E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>): Effect.Effect<Rendered, E, R>
+  /**
+   * The fresh cached `key` of the organization behind `slug`, synchronously, or undefined
+   * when anything is missing, computing, stale or invalidated (then `get` is the way).
+   */
+  peek(slug: string, key: string): Rendered | undefined
   /** The organization behind a public slug, cached like the renderings. */
   organization(slug: string): Effect.Effect<OrganizationName, NotFound>
-  /** Drops an organization's entries (what an invalidating event does). */
+  /**
+   * Drops an organization's entries and the cached organizations behind slugs (what an
+   * `org.updated` event does): for a writer whose change must show on this runner at once.
+   */
   invalidate(orgId: string): Effect.Effect<void>
 }>()("canopy/status/StatusCache") {
   static readonly layerWith = (options: StatusCacheOptions = {}) =>
@@ -212,12 +224,17 @@ export class StatusCache extends Context.Service<StatusCache, {
             return lookup(orgs as Map<string, Entry<unknown>>, slug, () => 0, summaries.organization(slug))
           })
 
-        const onEvent = (event: DomainEvent) => {
+        const onEvent = (event: Pick<DomainEvent, "type" | "orgId">) => {
           if (event.orgId !== null && STATUS_EVENTS.has(event.type)) invalidateNow(event.orgId)
           // The organization's own name (and logo) are cached with its slug.
-          if (event.type === "organization.updated") orgs.clear()
+          if (event.type === OrgUpdatedEvent.type) orgs.clear()
         }
 
+        // The fast path: a commit hint drops the entries as soon as the commit is announced.
+        yield* events.hints.pipe(
+          Stream.runForEach((hint) => Effect.sync(() => onEvent(hint))),
+          Effect.forkIn(scope)
+        )
         yield* events.live.pipe(
           Stream.runForEach((event) => Effect.sync(() => onEvent(event))),
           Effect.catchCause((cause) =>
@@ -231,10 +248,21 @@ export class StatusCache extends Context.Service<StatusCache, {
         )
         yield* Scope.addFinalizer(scope, Effect.sync(clearAll))
 
+        const peek = (slug: string, key: string): Rendered | undefined => {
+          const now = Date.now()
+          const org = orgs.get(slug)
+          if (org?.settled === undefined || now - org.at >= freshMs) return undefined
+          const orgId = org.settled.id
+          const entry = byOrg.get(orgId)?.get(key)
+          if (entry?.settled === undefined || now - entry.at >= freshMs) return undefined
+          return entry.generation === (generations.get(orgId) ?? 0) ? entry.settled as Rendered : undefined
+        }
+
         return StatusCache.of({
           get,
+          peek,
           organization,
-          invalidate: (orgId) => Effect.sync(() => invalidateNow(orgId))
+          invalidate: (orgId) => Effect.sync(() => onEvent({ type: OrgUpdatedEvent.type, orgId }))
         })
       })
     )

@@ -22,13 +22,15 @@ export const OrganizationRow = Schema.Struct({
   project_id: Schema.Union([Schema.Number, Schema.String]),
   requests_per_minute: Schema.NullOr(Schema.Number),
   storage_limit_bytes: Schema.NullOr(Int8),
+  logo_url: Schema.optional(Schema.NullOr(Schema.String)),
+  logo_error: Schema.optional(Schema.NullOr(Schema.String)),
   created_at: Schema.Date
 })
 export type OrganizationRow = typeof OrganizationRow.Type
 
 const organizationColumns = (sql: SqlClient.SqlClient) =>
   sql.literal(
-    "id, slug, name, plan, project_id::text AS project_id, requests_per_minute, storage_limit_bytes, created_at"
+    "id, slug, name, plan, project_id::text AS project_id, requests_per_minute, storage_limit_bytes, logo_url, logo_error, created_at"
   )
 
 export const toOrganization = (row: OrganizationRow): Organization => ({
@@ -39,6 +41,7 @@ export const toOrganization = (row: OrganizationRow): Organization => ({
   projectId: Number(row.project_id),
   requestsPerMinute: row.requests_per_minute ?? requestsPerMinute[row.plan],
   storageLimitBytes: row.storage_limit_bytes ?? plans[row.plan].storageBytes,
+  ...(row.logo_url === undefined ? {} : { logoUrl: row.logo_url, logoError: row.logo_error ?? null }),
   createdAt: row.created_at.toISOString()
 })
 
@@ -85,12 +88,20 @@ export const updateOrganizationRow = (sql: SqlClient.SqlClient, id: string, inpu
     WHERE id = ${id}
     RETURNING ${organizationColumns(sql)}`.pipe(decodeRows(OrganizationRow))
 
-/** What a public page (status page, subscription mail) shows of an organization. */
-export const OrganizationName = Schema.Struct({ id: Schema.String, slug: Schema.String, name: Schema.String })
+/**
+ * What a public page (status page, subscription mail) shows of an organization; by slug
+ * also the ETag of its logo's copy (null: no logo to show).
+ */
+export const OrganizationName = Schema.Struct({
+  id: Schema.String,
+  slug: Schema.String,
+  name: Schema.String,
+  logoEtag: Schema.optional(Schema.NullOr(Schema.String))
+})
 export type OrganizationName = typeof OrganizationName.Type
 
 export const organizationNameBySlug = (sql: SqlClient.SqlClient, slug: string) =>
-  sql`SELECT id, slug, name FROM organizations WHERE slug = ${slug}`.pipe(
+  sql`SELECT id, slug, name, logo_etag AS "logoEtag" FROM organizations WHERE slug = ${slug}`.pipe(
     decodeRows(OrganizationName),
     Effect.map(first)
   )
@@ -125,3 +136,39 @@ export const organizationStorageOverrideExpression = (sql: SqlClient.SqlClient, 
 
 export const organizationPlanExpression = (sql: SqlClient.SqlClient, id: string | Statement.Fragment) =>
   sql`(SELECT plan FROM organizations WHERE id = ${id})`
+
+/** The stored copy of an organization's logo: where its bytes are in the BlobStore, and their media type. */
+export const OrganizationLogoRow = Schema.Struct({
+  logo_blob: Schema.NullOr(Schema.String),
+  logo_content_type: Schema.NullOr(Schema.String)
+})
+
+export const organizationLogo = (sql: SqlClient.SqlClient, id: string) =>
+  sql`SELECT logo_blob, logo_content_type FROM organizations WHERE id = ${id}`.pipe(
+    decodeRows(OrganizationLogoRow),
+    Effect.map(first)
+  )
+
+/**
+ * Records the logo's URL and the outcome of fetching it: the new copy (`copy`), or an
+ * `error` that keeps no copy (the page then shows none). Returns the previous copy's blob
+ * key, for the caller to delete once this committed.
+ */
+export const setOrganizationLogo = (sql: SqlClient.SqlClient, id: string, input: {
+  readonly url: string | null
+  readonly copy: { readonly blob: string; readonly contentType: string; readonly etag: string } | null
+  readonly error: string | null
+}) =>
+  sql`
+    UPDATE organizations o SET
+      logo_url = ${input.url},
+      logo_blob = ${input.copy?.blob ?? null},
+      logo_content_type = ${input.copy?.contentType ?? null},
+      logo_etag = ${input.copy?.etag ?? null},
+      logo_error = ${input.error},
+      updated_at = now()
+    FROM (SELECT id AS locked_id, logo_blob AS previous FROM organizations WHERE id = ${id} FOR UPDATE) AS p
+    WHERE o.id = p.locked_id
+    RETURNING p.previous, ${organizationColumns(sql)}`.pipe(
+    decodeRows(Schema.Struct({ ...OrganizationRow.fields, previous: Schema.NullOr(Schema.String) }))
+  )

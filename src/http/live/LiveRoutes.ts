@@ -28,18 +28,27 @@ const slugPattern = /^[a-z0-9-]{2,40}$/
 
 type UpgradeHandler = (request: Http.IncomingMessage, socket: Duplex, head: Buffer) => boolean
 
-/** The app's Node server, whose `upgrade` events go to `intercept` first. */
+type RequestHandler = (request: Http.IncomingMessage, response: Http.ServerResponse) => boolean
+
+/**
+ * The app's Node server, whose `upgrade` events go to `intercept` first, and its `request`
+ * events to `fastPath` (the public status cache's hits, `PublicFastPath.ts`).
+ */
 export class LiveServer extends Context.Service<LiveServer, {
   readonly server: Http.Server
   intercept: UpgradeHandler | undefined
+  fastPath: RequestHandler | undefined
 }>()("canopy/http/LiveServer") {
   static readonly layer = Layer.sync(LiveServer, () => {
-    const holder: { server: Http.Server; intercept: UpgradeHandler | undefined } = {
-      server: answerUnavailableUntilServed(Http.createServer()),
-      intercept: undefined
-    }
+    const holder: { server: Http.Server; intercept: UpgradeHandler | undefined; fastPath: RequestHandler | undefined } =
+      {
+        server: answerUnavailableUntilServed(Http.createServer()),
+        intercept: undefined,
+        fastPath: undefined
+      }
     const emit = holder.server.emit
     holder.server.emit = function(this: Http.Server, event: string | symbol, ...args: Array<any>) {
+      if (event === "request" && holder.fastPath?.(args[0], args[1]) === true) return true
       if (event === "upgrade" && holder.intercept?.(args[0], args[1], args[2]) === true) return true
       return emit.apply(this, [event, ...args] as Parameters<typeof emit>)
     } as typeof emit

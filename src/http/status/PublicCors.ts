@@ -2,7 +2,7 @@ import { Effect } from "effect"
 import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 
 /**
- * CORS on every public status route (summary, widget, feed, badge, page, subscribe), so
+ * CORS on every public status route (summary, widget, feed, badge, page, logo, subscribe), so
  * any site can read them from a browser. They take no credentials and set no cookies, so
  * `*` is safe. Preflights are answered here, before routing (no route declares OPTIONS),
  * and count against no limit.
@@ -13,6 +13,7 @@ const publicPaths: ReadonlyArray<RegExp> = [
   /^\/api\/v1\/feed\/[^/]+\/?$/,
   /^\/api\/v1\/badge\/[^/]+\/[^/]+\/?$/,
   /^\/status\/[^/]+\/?$/,
+  /^\/status\/[^/]+\/logo\/?$/,
   /^\/api\/v1\/subscribe(\/challenge)?\/?$/
 ]
 

@@ -75,6 +75,7 @@ const renderPage = (org: OrganizationName) =>
       renderStatusPage({
         slug: org.slug,
         orgName: org.name,
+        logoVersion: org.logoEtag,
         summary,
         rows,
         activeIncidents: incidents.active,

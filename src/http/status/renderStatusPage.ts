@@ -26,6 +26,8 @@ export interface PageRow {
 export interface StatusPageModel {
   readonly slug: string
   readonly orgName: string
+  /** The version (ETag) of Canopy's copy of the organization's logo; none: the initial instead. */
+  readonly logoVersion?: string | null | undefined
   readonly summary: StatusSummary
   readonly rows: ReadonlyArray<PageRow>
   readonly activeIncidents: ReadonlyArray<PageIncident>
@@ -118,9 +120,15 @@ export const renderStatusPage = (model: StatusPageModel): string => {
       )}</script>
 <script defer src="/status-assets/status.js"></script>`,
     body: `<header class="masthead"><div class="container masthead-inner">
-<a class="brand" href="/status/${escapeHtml(model.slug)}"><span class="logo">${
-      escapeHtml(model.orgName.slice(0, 1).toUpperCase())
-    }</span>${escapeHtml(model.orgName)}</a>
+<a class="brand" href="/status/${escapeHtml(model.slug)}">${
+      // The logo from Canopy's own copy (versioned, so a new one is fetched at once): no third-party request.
+      model.logoVersion
+        ? `<img class="logo-image" src="/status/${escapeHtml(model.slug)}/logo?v=${
+          encodeURIComponent(model.logoVersion)
+        }" alt="${escapeHtml(model.orgName)} logo" height="36">`
+        : `<span class="logo">${escapeHtml(model.orgName.slice(0, 1).toUpperCase())}</span>`}${
+      escapeHtml(model.orgName)
+    }</a>
 <button class="button subscribe-toggle" type="button" aria-controls="subscribe">Subscribe to updates</button>
 </div></header>
 <main class="container" data-slug="${escapeHtml(model.slug)}">

@@ -1,6 +1,6 @@
 import { Schema } from "effect"
 import { HttpApiEndpoint, HttpApiGroup, HttpApiSchema } from "effect/http-api"
-import { Conflict, Forbidden, NotFound } from "../../../schemas/platform/Errors.ts"
+import { Conflict, Forbidden, NotFound, ValidationError } from "../../../schemas/platform/Errors.ts"
 import {
   AddMember,
   CreateApiKey,
@@ -40,9 +40,14 @@ export class AdminApi extends HttpApiGroup.make("admin").add(
     params: slugParams,
     payload: UpdateOrganization,
     success: Organization,
-    error: NotFound
+    error: [NotFound, ValidationError]
   }).annotateMerge(
-    docs("Update an organization", "Name, plan or a per-organization request quota; takes effect at once. Admin token.")
+    docs(
+      "Update an organization",
+      "Name, plan, a per-organization request quota or the status page's logo; takes effect at once. " +
+        "A `logoUrl` is fetched now (through the outbound guard; an image up to 512 KiB) and served by Canopy " +
+        "at `/status/{slug}/logo`; if that fails the answer's `logoError` says why. Admin token."
+    )
   ),
   HttpApiEndpoint.get("orgQuota", "/orgs/:slug/quota", {
     params: slugParams,

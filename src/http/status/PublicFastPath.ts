@@ -1,0 +1,161 @@
+import { Effect, Layer, Result } from "effect"
+import { IpNetwork, NetAddress } from "effect/net"
+import { randomUUID } from "node:crypto"
+import type * as Http from "node:http"
+import { AppConfig } from "../../../services/platform/AppConfig.ts"
+import { type PublicEndpoint, PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
+import { StatusCache } from "../../../services/status/StatusCache.ts"
+import { LiveServer } from "../live/LiveRoutes.ts"
+import { rateLimitHeaders } from "../tenancy/SecurityLive.ts"
+import { parseTrustedProxy } from "../TrustedProxies.ts"
+import { FEED_CACHE, matchesEtag, SHORT_CACHE } from "./cachedResponse.ts"
+import { LOGO_CSP } from "./LogoRoute.ts"
+import { corsHeaders } from "./PublicCors.ts"
+
+/**
+ * The raw fast path of the public status surface: a GET whose answer is already *fresh* in
+ * this runner's `StatusCache` is written straight to the Node response, before the Effect
+ * HTTP app (router, edge and CORS middlewares, a fiber per request) sees it. During an
+ * outage nearly every request is such a hit, and serving it costs little more than bare
+ * `node:http` serving the same bytes (`npm run bench:status`).
+ *
+ * It answers exactly as the routes do for a hit: the same per-IP limit (the same
+ * `PublicRateLimit`, the same client address behind `TRUSTED_PROXIES`), rate-limit headers
+ * where the route sends them, CORS, strong ETag and 304, Cache-Control, `nosniff`, the
+ * request id. Everything else falls through to the Effect app untouched: a miss, a stale
+ * or invalidated entry (the app refreshes it), a query string (the badge's options; the
+ * logo's `?v=` is the one query a route ignores), a spent limit (the app answers the 429;
+ * a refused take counts nothing), any other method or path. `test/status/FastPath.test.ts`
+ * compares the two paths' answers.
+ */
+
+interface FastRoute {
+  readonly key: string
+  readonly limit: PublicEndpoint
+  /** The route puts the rate-limit headers on its answers (the HTML page does not). */
+  readonly rateHeaders: boolean
+  readonly cacheControl: string
+  readonly headers: Readonly<Record<string, string>>
+  readonly ignoresQuery: boolean
+}
+
+const route = (key: string, limit: PublicEndpoint, options: Partial<FastRoute> = {}): FastRoute => ({
+  key,
+  limit,
+  rateHeaders: true,
+  cacheControl: SHORT_CACHE,
+  headers: {},
+  ignoresQuery: false,
+  ...options
+})
+
+const summary = route("summary", "status")
+const widget = route("widget", "widget")
+const feed = route("feed", "feed", { cacheControl: FEED_CACHE })
+const page = route("page", "status", { rateHeaders: false, headers: { "referrer-policy": "no-referrer" } })
+const logo = route("logo", "badge", { headers: { "content-security-policy": LOGO_CSP }, ignoresQuery: true })
+
+const slugPattern = /^[a-z0-9-]{2,40}$/
+
+/** The cached route a path names, with its slug. */
+const match = (path: string): { readonly route: FastRoute; readonly slug: string } | undefined => {
+  const parts = path.split("/")
+  // "/api/v1/status/x" → ["", "api", "v1", "status", "x"]; "/status/x" → ["", "status", "x"]
+  if (parts.length === 5 && parts[1] === "api" && parts[2] === "v1") {
+    const found = parts[3] === "status"
+      ? summary
+      : parts[3] === "widget"
+      ? widget
+      : parts[3] === "feed"
+      ? feed
+      : undefined
+    return found === undefined || !slugPattern.test(parts[4]) ? undefined : { route: found, slug: parts[4] }
+  }
+  if (parts[1] !== "status" || !slugPattern.test(parts[2] ?? "")) return undefined
+  if (parts.length === 3) return { route: page, slug: parts[2] }
+  if (parts.length === 4 && parts[3] === "logo") return { route: logo, slug: parts[2] }
+  return undefined
+}
+
+const parseAddress = (input: string | undefined): NetAddress.IpAddress | undefined => {
+  if (input === undefined) return undefined
+  const ip = NetAddress.ipFromString(input.startsWith("[") && input.endsWith("]") ? input.slice(1, -1) : input)
+  if (Result.isSuccess(ip)) return NetAddress.toCanonical(ip.success)
+  const inet = NetAddress.inetAddressFromString(input)
+  return Result.isSuccess(inet) ? NetAddress.toCanonical(inet.success.address) : undefined
+}
+
+/**
+ * The client address as `clientIp` sees it after `TrustedProxiesMiddleware` (Effect's
+ * `xForwardedHeaders`): the socket's peer, or behind a trusted proxy the first untrusted
+ * `X-Forwarded-For` hop from the right.
+ */
+export const clientAddress = (
+  request: Http.IncomingMessage,
+  trusted: ReadonlyArray<IpNetwork.IpNetwork>
+): string => {
+  const socketAddress = request.socket.remoteAddress ?? "unknown"
+  if (trusted.length === 0) return socketAddress
+  const isTrusted = (address: NetAddress.IpAddress) => trusted.some((network) => IpNetwork.contains(network, address))
+  const peer = parseAddress(request.socket.remoteAddress)
+  const forwarded = request.headers["x-forwarded-for"]
+  if (peer === undefined || !isTrusted(peer) || typeof forwarded !== "string") return socketAddress
+  const hops = forwarded.split(",").map((hop) => hop.trim())
+  for (let index = hops.length - 1; index >= 0; index--) {
+    const address = parseAddress(hops[index])
+    if (address === undefined) return socketAddress
+    if (index > 0 && isTrusted(address)) continue
+    return NetAddress.formatIp(address)
+  }
+  return socketAddress
+}
+
+const requestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
+
+/**
+ * Installs the fast path on the app's Node server while the layer is up. `PublicRateLimit.layer`
+ * is memoized: the same per-IP windows as the Effect app's routes.
+ */
+export const PublicFastPath = Layer.effectDiscard(Effect.gen(function*() {
+  const live = yield* LiveServer
+  const cache = yield* StatusCache
+  const limits = yield* PublicRateLimit
+  const config = yield* AppConfig
+  const trusted = config.trustedProxies.flatMap((entry) => {
+    const network = parseTrustedProxy(entry)
+    return Result.isSuccess(network) ? [network.success] : []
+  })
+
+  const serve = (request: Http.IncomingMessage, response: Http.ServerResponse): boolean => {
+    if (request.method !== "GET") return false
+    const url = request.url ?? ""
+    const queryAt = url.indexOf("?")
+    const found = match(queryAt < 0 ? url : url.slice(0, queryAt))
+    if (found === undefined || (queryAt >= 0 && !found.route.ignoresQuery)) return false
+    const entry = cache.peek(found.slug, found.route.key)
+    if (entry === undefined || entry.status !== 200) return false
+    const decision = limits.takeNow(found.route.limit, clientAddress(request, trusted))
+    if (!decision.allowed) return false
+    const incomingId = request.headers["x-request-id"]
+    const headers: Record<string, string> = {
+      ...found.route.headers,
+      ...(found.route.rateHeaders ? rateLimitHeaders(decision) : {}),
+      etag: entry.etag,
+      "cache-control": found.route.cacheControl,
+      "x-content-type-options": "nosniff",
+      "x-request-id": typeof incomingId === "string" && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),
+      ...corsHeaders
+    }
+    if (matchesEtag(request.headers["if-none-match"], entry.etag)) {
+      response.writeHead(304, headers).end()
+      return true
+    }
+    headers["content-type"] = entry.contentType
+    headers["content-length"] = String(entry.body.length)
+    response.writeHead(200, headers).end(entry.body)
+    return true
+  }
+
+  live.fastPath = serve
+  yield* Effect.addFinalizer(() => Effect.sync(() => live.fastPath = undefined))
+})).pipe(Layer.provide(PublicRateLimit.layer))
