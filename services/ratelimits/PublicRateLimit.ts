@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { count, rateLimitDecisions } from "../metrics/Metrics.ts"
 import { windowStart } from "./RateWindow.ts"
 import type { QuotaDecision } from "./RequestQuota.ts"
 
@@ -11,6 +12,8 @@ export const publicLimits = {
   badge: 600
 } as const
 export type PublicEndpoint = keyof typeof publicLimits
+
+const verdict = (decision: QuotaDecision) => decision.allowed ? "allowed" : "limited"
 
 /**
  * Fixed one-minute windows per (endpoint, IP), kept in this runner's memory: public
@@ -25,25 +28,32 @@ export class PublicRateLimit extends Context.Service<PublicRateLimit, {
     let counts = new Map<string, number>()
     return PublicRateLimit.of({
       take: (endpoint, ip) =>
-        Effect.map(Clock.currentTimeMillis, (now) => {
-          const start = windowStart(now)
-          if (start !== currentStart) {
-            currentStart = start
-            counts = new Map()
-          }
-          const key = `${endpoint} ${ip}`
-          const used = counts.get(key) ?? 0
-          const limit = publicLimits[endpoint]
-          const allowed = used < limit
-          if (allowed) counts.set(key, used + 1)
-          return {
-            allowed,
-            limit,
-            remaining: Math.max(0, limit - used - (allowed ? 1 : 0)),
-            reset: start + 60,
-            retryAfter: Math.max(1, start + 60 - Math.floor(now / 1000))
-          }
-        })
+        Effect.tap(
+          decideAt(endpoint, ip),
+          (decision) => count(rateLimitDecisions, { limiter: "public", endpoint, decision: verdict(decision) })
+        )
     })
+
+    function decideAt(endpoint: PublicEndpoint, ip: string) {
+      return Effect.map(Clock.currentTimeMillis, (now) => {
+        const start = windowStart(now)
+        if (start !== currentStart) {
+          currentStart = start
+          counts = new Map()
+        }
+        const key = `${endpoint} ${ip}`
+        const used = counts.get(key) ?? 0
+        const limit = publicLimits[endpoint]
+        const allowed = used < limit
+        if (allowed) counts.set(key, used + 1)
+        return {
+          allowed,
+          limit,
+          remaining: Math.max(0, limit - used - (allowed ? 1 : 0)),
+          reset: start + 60,
+          retryAfter: Math.max(1, start + 60 - Math.floor(now / 1000))
+        }
+      })
+    }
   })
 }
