@@ -65,7 +65,7 @@ export const AppLive = (config: AppConfigShape) => {
   const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config)),
-    Layer.provideMerge(metricsSettingsLayer({ perOrg: metricsConfigOf(config).perOrg }))
+    Layer.provideMerge(metricsSettingsLayer(metricsConfigOf(config)))
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
     Layer.provideMerge(StatusSummary.layer),

@@ -10,6 +10,8 @@ import { Effect, Layer, Metric } from "effect"
  */
 
 export interface MetricsSettingsShape {
+  /** Record anything at all (`METRICS_ENABLED`). */
+  readonly enabled: boolean
   /** Add an `org` label (organization id) to the per-organization series. */
   readonly perOrg: boolean
 }
@@ -20,7 +22,7 @@ export interface MetricsSettingsShape {
  * a deployment runs one app per process. (A per-app registry in the context was tried: the
  * HttpApi handlers run on a context captured without it, so their series went astray.)
  */
-let settings: MetricsSettingsShape = { perOrg: false }
+let settings: MetricsSettingsShape = { enabled: true, perOrg: false }
 
 export const metricsSettingsLayer = (next: MetricsSettingsShape) =>
   Layer.effectDiscard(Effect.acquireRelease(
@@ -29,7 +31,7 @@ export const metricsSettingsLayer = (next: MetricsSettingsShape) =>
     }),
     () =>
       Effect.sync(() => {
-        settings = { perOrg: false }
+        settings = { enabled: true, perOrg: false }
       })
   ))
 
@@ -120,10 +122,12 @@ export const count = (
   labels: Labels,
   options?: { readonly org?: string | undefined; readonly by?: number | undefined }
 ): Effect.Effect<void> =>
-  Effect.withFiber((fiber) => {
-    metric(withOrg(labels, options?.org)).updateUnsafe(options?.by ?? 1, fiber.context)
-    return Effect.void
-  })
+  settings.enabled
+    ? Effect.withFiber((fiber) => {
+      metric(withOrg(labels, options?.org)).updateUnsafe(options?.by ?? 1, fiber.context)
+      return Effect.void
+    })
+    : Effect.void
 
 /** Records one observation in a histogram series. */
 export const observe = (
@@ -131,10 +135,12 @@ export const observe = (
   value: number,
   labels: Labels = none
 ): Effect.Effect<void> =>
-  Effect.withFiber((fiber) => {
-    metric(labels).updateUnsafe(value, fiber.context)
-    return Effect.void
-  })
+  settings.enabled
+    ? Effect.withFiber((fiber) => {
+      metric(labels).updateUnsafe(value, fiber.context)
+      return Effect.void
+    })
+    : Effect.void
 
 const withOrg = (labels: Labels, org: string | undefined): Labels =>
   org !== undefined && settings.perOrg ? { ...labels, org } : labels
