@@ -5,6 +5,7 @@ import type { AddressInfo } from "node:net"
 import parsePrometheus, { type Family } from "parse-prometheus-text-format"
 import type { MetricsConfig } from "../../services/platform/AppConfig.ts"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
+import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 
@@ -185,4 +186,24 @@ describe("GET /metrics", () => {
       }),
     { timeout: 120_000 }
   )
+
+  it.live("counts a git push and a fetch with their pack bytes", () =>
+    Effect.gen(function*() {
+      const app = yield* startApp()
+      const repo = yield* createRepo(app.baseUrl, { slug: "metrics-git" })
+      const git = yield* gitClient
+      const before = yield* scrape(`${app.baseUrl}/metrics`)
+      yield* pushedWorkTree(git, repo.url)
+      yield* git.ok(["clone", "-q", repo.url, git.dir("clone")])
+      const after = yield* scrape(`${app.baseUrl}/metrics`)
+      const delta = (name: string, labels: Record<string, string>) =>
+        valueOf(after, name, labels) - valueOf(before, name, labels)
+      expect(delta("canopy_git_operations_total", { operation: "push" })).toBe(1)
+      expect(delta("canopy_git_operations_total", { operation: "fetch" })).toBe(1)
+      expect(delta("canopy_git_bytes_total", { direction: "received" })).toBeGreaterThan(100)
+      expect(delta("canopy_git_bytes_total", { direction: "sent" })).toBeGreaterThan(100)
+      const routes = familyOf(after, "canopy_http_requests_total")!.metrics.map((sample) => sample.labels?.route)
+      expect(routes).toContain("/:org/:repo/git-receive-pack")
+      expect(routes.filter((route) => route?.includes("metrics-git"))).toEqual([])
+    }), { timeout: 120_000 })
 })

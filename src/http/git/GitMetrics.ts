@@ -27,17 +27,32 @@ export const countedPushBody = (body: Readable, orgId: string) => {
   return { body: counted as Readable, done }
 }
 
-/** A fetch's pack stream, counted; the bytes are added when it ends (whatever way). */
+/** Pack data on side-band channel 1: a ref name cannot hold the control byte, so ls-refs never matches. */
+const packMarker = Buffer.from("\u0001PACK", "latin1")
+
+/**
+ * An upload-pack response, counted: bytes always, and one fetch when it carried a pack (a
+ * protocol v2 clone makes two requests, `ls-refs` and `fetch`; only the second sends a pack).
+ */
 export const countedFetchStream = <E, R>(stream: Stream.Stream<Uint8Array, E, R>, orgId: string) => {
   let bytes = 0
+  let sawPack = false
+  let tail: Uint8Array = new Uint8Array(0)
   return Stream.ensuring(
     Stream.map(stream, (chunk) => {
       bytes += chunk.length
+      if (!sawPack) {
+        const joined = Buffer.concat([tail, chunk])
+        sawPack = joined.indexOf(packMarker) >= 0
+        tail = joined.subarray(Math.max(0, joined.length - packMarker.length + 1))
+      }
       return chunk
     }),
-    Effect.andThen(
-      count(gitOperations, { operation: "fetch" }, { org: orgId }),
-      Effect.suspend(() => count(gitBytes, { direction: "sent" }, { org: orgId, by: bytes }))
+    Effect.suspend(() =>
+      Effect.andThen(
+        sawPack ? count(gitOperations, { operation: "fetch" }, { org: orgId }) : Effect.void,
+        count(gitBytes, { direction: "sent" }, { org: orgId, by: bytes })
+      )
     )
   )
 }
