@@ -5,6 +5,8 @@
  * floor), the same endpoint with no middleware at all, and a bare node:http server, all driven by autocannon on loopback in the same run,
  * taking turns in ROUNDS slices; then the limiter alone.
  * Env: DURATION (seconds per server, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
+ * `BENCH_MODE=overhead`: metrics (and with `BENCH_TRACING=1` tracing at 10%) on vs off instead
+ * (bench/api-overhead.ts).
  */
 import { NodeCrypto } from "@effect/platform-node"
 import { Effect, Layer, Redacted } from "effect"
@@ -13,6 +15,7 @@ import { SqlClient } from "effect/sql"
 import { Database } from "../services/platform/Database.ts"
 import { RequestQuota } from "../services/ratelimits/RequestQuota.ts"
 import { OrganizationEntityLayer } from "../src/entities/ratelimits/OrganizationEntity.ts"
+import { runOverhead } from "./api-overhead.ts"
 import { cpuTicksSplit } from "./process-usage.ts"
 import {
   freePort,
@@ -208,8 +211,7 @@ const main = async () => {
       `max ${limiterLatencies[limiterLatencies.length - 1].toFixed(3)} ms (goal p99 < 1 ms)`
   )
 }
-
-main().then(() => process.exit(0), (error) => {
+;(process.env.BENCH_MODE === "overhead" ? runOverhead() : main()).then(() => process.exit(0), (error) => {
   console.error(error)
   process.exit(1)
 })

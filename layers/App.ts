@@ -8,6 +8,8 @@ import { Incidents } from "../services/incidents/Incidents.ts"
 import { IssuesLive } from "../services/issues/IssuesLive.ts"
 import { LiveHub } from "../services/live/LiveHub.ts"
 import { MailOutbox } from "../services/mail/MailOutbox.ts"
+import { metricsSettingsLayer } from "../services/metrics/Metrics.ts"
+import { MetricsExporter } from "../services/metrics/MetricsExporter.ts"
 import { CheckRecorder } from "../services/monitors/CheckRecorder.ts"
 import { Checker } from "../services/monitors/checks/Checker.ts"
 import { MonitorAlerts } from "../services/monitors/MonitorAlerts.ts"
@@ -20,7 +22,7 @@ import { Issues } from "../services/observe/Issues.ts"
 import { Performance } from "../services/observe/Performance.ts"
 import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { OutboundGuard } from "../services/outbound/OutboundGuard.ts"
-import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
+import { AppConfig, type AppConfigShape, metricsConfigOf } from "../services/platform/AppConfig.ts"
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
 import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
@@ -52,6 +54,7 @@ import { OrganizationEntityLayer } from "../src/entities/ratelimits/Organization
 import { WebhookDeliveryLive } from "../src/entities/webhooks/WebhookDelivery.ts"
 import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
+import { MetricsPortServer } from "../src/http/metrics/MetricsRoutes.ts"
 import { PublicFastPath } from "../src/http/status/PublicFastPath.ts"
 import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
@@ -64,7 +67,8 @@ import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 export const AppLive = (config: AppConfigShape) => {
   const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
     Layer.provideMerge(DatabaseLive(config)),
-    Layer.provideMerge(AppConfig.layerWith(config))
+    Layer.provideMerge(AppConfig.layerWith(config)),
+    Layer.provideMerge(metricsSettingsLayer(metricsConfigOf(config)))
   )
   const Domain = Layer.mergeAll(
     ApiKeys.layer,
@@ -119,7 +123,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(LiveServer.httpServer({ port: config.port, host: config.host })),
     Layer.provideMerge(LiveServer.layer)
   )
-  return Layer.mergeAll(Http, Entities, Notifications).pipe(
+  return Layer.mergeAll(Http, Entities, Notifications, MetricsPortServer).pipe(
     Layer.provideMerge(AiLive),
     Layer.provideMerge(Observe),
     Layer.provideMerge(ObserveExtras),
@@ -129,6 +133,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(CiLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
+    Layer.provideMerge(MetricsExporter.layer({ groups: ["default"], perGroup: shardsPerGroup })),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

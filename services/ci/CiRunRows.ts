@@ -277,3 +277,9 @@ export const failRunningJobs = (sql: SqlClient.SqlClient, runId: string, message
     UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
       minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int
     WHERE run_id = ${runId} AND status = 'running'`
+
+/** Runs waiting for a slot, counted up to `cap` on the partial `ci_runs_queued_idx` (a metrics gauge). */
+export const queuedRunCount = (sql: SqlClient.SqlClient, cap: number) =>
+  sql`SELECT count(*)::int AS queued FROM (SELECT 1 FROM ci_runs WHERE status = 'queued' LIMIT ${cap}) AS q`.pipe(
+    decodeRows(Schema.Struct({ queued: Schema.Number }))
+  )

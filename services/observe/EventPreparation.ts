@@ -1,6 +1,7 @@
 import { Context, Effect, Exit, Layer, Schema } from "effect"
 import * as SchemaIssue from "effect/SchemaIssue"
 import { MAX_BATCH, ObserveEvent } from "../../schemas/observe/Observe.ts"
+import { count, ingestEvents } from "../metrics/Metrics.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId } from "../platform/Ids.ts"
 import { decodeEventFast, isoTimestampMillis } from "./FastEventDecoder.ts"
@@ -215,23 +216,29 @@ export class EventPreparation extends Context.Service<EventPreparation, {
             for (const event of events) prepared.push(toPrepared(event, receivedAt))
             return { events: prepared, rejected }
           }
-          if (releases.size === 0) return Effect.succeed(rows(valid))
-          return Effect.flatMap(
-            Effect.filter(releases, (release) => sourceMaps.hasMaps(orgId, release)),
-            (withMaps) => {
-              if (withMaps.length === 0) return Effect.succeed(rows(valid))
-              const mapped = new Set(withMaps)
-              return Effect.map(
-                Effect.forEach(
-                  valid,
-                  (event) =>
-                    event.release !== undefined && mapped.has(event.release) && hasFrames(event)
-                      ? symbolicated(orgId, event)
-                      : Effect.succeed(event)
-                ),
-                rows
-              )
-            }
+          const counted = rejected.length === 0
+            ? Effect.void
+            : count(ingestEvents, { outcome: "dropped", reason: "invalid" }, { org: orgId, by: rejected.length })
+          if (releases.size === 0) return Effect.as(counted, rows(valid))
+          return Effect.andThen(
+            counted,
+            Effect.flatMap(
+              Effect.filter(releases, (release) => sourceMaps.hasMaps(orgId, release)),
+              (withMaps) => {
+                if (withMaps.length === 0) return Effect.succeed(rows(valid))
+                const mapped = new Set(withMaps)
+                return Effect.map(
+                  Effect.forEach(
+                    valid,
+                    (event) =>
+                      event.release !== undefined && mapped.has(event.release) && hasFrames(event)
+                        ? symbolicated(orgId, event)
+                        : Effect.succeed(event)
+                  ),
+                  rows
+                )
+              }
+            )
           )
         })
 

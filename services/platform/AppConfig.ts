@@ -28,9 +28,26 @@ export interface AppConfigShape {
   readonly outboundAllowPrivate: boolean
   /** Proxies (IPs or CIDR networks) whose `X-Forwarded-For` names the client. */
   readonly trustedProxies: ReadonlyArray<string>
+  /** `GET /metrics` (docs/operations.md); unset: served on the main port without a token. */
+  readonly metrics?: MetricsConfig | undefined
   /** Webhook delivery timeout; 30 s (spec) unless a test shortens it. Not read from the environment. */
   readonly webhookTimeoutMs?: number | undefined
 }
+
+export interface MetricsConfig {
+  /** Metrics recorded and served (`METRICS_ENABLED`, default true; off: the overhead benchmark's baseline). */
+  readonly enabled: boolean
+  /** Bearer token `GET /metrics` requires (`METRICS_TOKEN`). */
+  readonly token: Option.Option<Redacted.Redacted>
+  /** A port of its own for `/metrics` (`METRICS_PORT`); then the main port does not serve it. */
+  readonly port: Option.Option<number>
+  /** An `org` label on the per-organization series (`METRICS_PER_ORG`). */
+  readonly perOrg: boolean
+}
+
+/** The metrics settings, defaulted for a configuration that names none (tests' `testConfig`). */
+export const metricsConfigOf = (config: { readonly metrics?: MetricsConfig | undefined }): MetricsConfig =>
+  config.metrics ?? { enabled: true, token: Option.none(), port: Option.none(), perOrg: false }
 
 const hostPort = (name: string) =>
   nonEmptyString(name).pipe(
@@ -78,6 +95,12 @@ export const appConfig = Effect.gen(function*() {
     runnerAddress: yield* hostPort("RUNNER_ADDRESS"),
     runnerListenAddress: yield* hostPort("RUNNER_LISTEN_ADDRESS"),
     outboundAllowPrivate: yield* Config.Boolean("OUTBOUND_ALLOW_PRIVATE").pipe(Config.withDefault(false)),
+    metrics: {
+      enabled: yield* Config.Boolean("METRICS_ENABLED").pipe(Config.withDefault(true)),
+      token: yield* nonEmptyRedacted("METRICS_TOKEN"),
+      port: yield* Config.option(Config.Port("METRICS_PORT")),
+      perOrg: yield* Config.Boolean("METRICS_PER_ORG").pipe(Config.withDefault(false))
+    },
     trustedProxies: Option.match(yield* nonEmptyString("TRUSTED_PROXIES"), {
       onNone: () => [],
       onSome: (list) => list.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")

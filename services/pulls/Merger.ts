@@ -8,6 +8,7 @@ import { RefUpdates } from "../git/RefUpdates.ts"
 import { RepoCache, type SyncedRepo } from "../git/RepoCache.ts"
 import { ProtectedBranches, type RepoRecord } from "../git/Repositories.ts"
 import { closeReferenced } from "../issues/IssueReferences.ts"
+import { count, pullRequestMerges } from "../metrics/Metrics.ts"
 import type { Actor } from "../tenancy/Actor.ts"
 import {
   BranchRules,
@@ -272,6 +273,7 @@ export class Merger extends Context.Service<Merger, {
               pullRequest: { id: row.id, number: row.number },
               actor: { id: mergedBy.id, name: mergedBy.name }
             }))
+            yield* count(pullRequestMerges, { strategy: options.strategy }, { org: repo.orgId })
             return { merged: true, sha, strategy: options.strategy, message }
           }
         }

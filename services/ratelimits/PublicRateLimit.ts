@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { countNow, rateLimitDecisions } from "../metrics/Metrics.ts"
 import { windowStart } from "./RateWindow.ts"
 import type { QuotaDecision } from "./RequestQuota.ts"
 
@@ -43,6 +44,7 @@ export class PublicRateLimit extends Context.Service<PublicRateLimit, {
           const limit = publicLimits[endpoint]
           const allowed = used < limit
           if (allowed) counts.set(key, used + 1)
+          countNow(rateLimitDecisions, { limiter: "public", endpoint, decision: allowed ? "allowed" : "limited" })
           return {
             allowed,
             limit,

@@ -1,4 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
+import { count, rateLimitDecisions } from "../metrics/Metrics.ts"
 import { type LeaseResult, Organization } from "./OrganizationProtocol.ts"
 import { leaseSize, windowStart } from "./RateWindow.ts"
 
@@ -56,6 +57,14 @@ export class RequestQuota extends Context.Service<RequestQuota, {
       }
 
       const take = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
+        Effect.tap(decideFor(orgId, limit), (decision) =>
+          count(rateLimitDecisions, {
+            limiter: "request",
+            endpoint: "api",
+            decision: decision.allowed ? "allowed" : "limited"
+          }, { org: orgId }))
+
+      const decideFor = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const local = currentLease(orgId, limit, windowStart(now))
           if (local.left > 0 || local.exhausted) return Effect.succeed(decide(local, now))

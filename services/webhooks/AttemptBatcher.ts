@@ -1,5 +1,6 @@
 import { Cause, Context, Deferred, Duration, Effect, Layer, Queue } from "effect"
 import { SqlClient } from "effect/sql"
+import { countAttempts } from "./AttemptMetrics.ts"
 import { Deliveries } from "./Deliveries.ts"
 import {
   type AttemptRecord,
@@ -58,8 +59,10 @@ export class AttemptBatcher extends Context.Service<AttemptBatcher, {
       const deliveries = yield* Deliveries
       const queue = yield* Queue.unbounded<Request>()
 
-      const write = (requests: ReadonlyArray<Request>) =>
-        logAndClaim(sql, requests.flatMap((request) => request.attempts), requests)
+      const write = (requests: ReadonlyArray<Request>) => {
+        const attempts = requests.flatMap((request) => request.attempts)
+        return Effect.tap(logAndClaim(sql, attempts, requests), () => countAttempts(attempts))
+      }
 
       const writer = Effect.gen(function*() {
         while (true) {

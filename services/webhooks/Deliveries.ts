@@ -10,6 +10,7 @@ import type {
   DeliveryStatus
 } from "../../schemas/webhooks/Webhooks.ts"
 import { makeId } from "../platform/Ids.ts"
+import { countAttempts } from "./AttemptMetrics.ts"
 import {
   type AttemptRow,
   attemptsOf,
@@ -151,7 +152,9 @@ export class Deliveries extends Context.Service<Deliveries, {
         )
 
       const recordAll = (attempts: ReadonlyArray<AttemptRecord>) =>
-        attempts.length === 0 ? Effect.void : Effect.orDie(logAttempts(sql, attempts))
+        attempts.length === 0
+          ? Effect.void
+          : Effect.andThen(Effect.orDie(logAttempts(sql, attempts)), countAttempts(attempts))
 
       const fail = (seq: number) => Effect.orDie(failDelivery(sql, seq))
 

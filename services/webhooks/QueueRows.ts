@@ -330,3 +330,9 @@ export const webhooksWithPending = (sql: SqlClient.SqlClient) =>
   sql`
     SELECT webhook_id, extract(epoch FROM min(next_attempt_at)) * 1000 AS due_at
     FROM webhook_queue GROUP BY webhook_id`.pipe(decodeRows(PendingRow))
+
+/** Pending deliveries across every webhook, counted up to `cap` (a metrics gauge: bounded work). */
+export const queueDepth = (sql: SqlClient.SqlClient, cap: number) =>
+  sql`SELECT count(*)::int AS depth FROM (SELECT 1 FROM webhook_queue LIMIT ${cap}) AS queued`.pipe(
+    decodeRows(Schema.Struct({ depth: Schema.Number }))
+  )

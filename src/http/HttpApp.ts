@@ -1,6 +1,7 @@
-import { Layer } from "effect"
+import { Effect, Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
+import { AppConfig, metricsConfigOf } from "../../services/platform/AppConfig.ts"
 import { PublicRateLimit } from "../../services/ratelimits/PublicRateLimit.ts"
 import { RequestQuota } from "../../services/ratelimits/RequestQuota.ts"
 import { AiHandlers } from "./ai/AiHandlers.ts"
@@ -15,6 +16,8 @@ import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
+import { withHttpMetrics } from "./metrics/HttpMetrics.ts"
+import { MetricsRoute } from "./metrics/MetricsRoutes.ts"
 import { MonitorsHandlers } from "./monitors/MonitorsHandlers.ts"
 import { IngestRoute } from "./observe/IngestRoute.ts"
 import { ObserveHandlers } from "./observe/ObserveHandlers.ts"
@@ -66,7 +69,7 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
 )
 
 /** Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it. */
-export const HttpAppLive = Layer.mergeAll(
+const Routes = Layer.mergeAll(
   ApiRoutes,
   DocsRoutes,
   IngestRoute,
@@ -80,8 +83,14 @@ export const HttpAppLive = Layer.mergeAll(
   RepoRedirects,
   EdgeMiddleware,
   TrustedProxiesMiddleware,
-  PublicCorsMiddleware
+  PublicCorsMiddleware,
+  MetricsRoute
 )
+
+/** The routes, counted by the request metrics unless metrics are off. */
+export const HttpAppLive = Layer.unwrap(Effect.gen(function*() {
+  return metricsConfigOf(yield* AppConfig).enabled ? withHttpMetrics(Routes) : Routes
+}))
 
 export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
   // The status page shares the API's per-IP limits (one memoized instance).

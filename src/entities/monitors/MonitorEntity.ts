@@ -2,6 +2,7 @@ import { Cause, Clock, Context, Effect, Option } from "effect"
 import { Entity } from "effect/cluster"
 import { identity } from "effect/Function"
 import type { SqlError } from "effect/sql/SqlError"
+import { count, monitorChecks, monitorLateness, observe } from "../../../services/metrics/Metrics.ts"
 import { CheckRecorder, type MonitorSchedule } from "../../../services/monitors/CheckRecorder.ts"
 import { Checker, type CheckTarget } from "../../../services/monitors/checks/Checker.ts"
 import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
@@ -105,6 +106,11 @@ export const MonitorEntityLayer = Monitor.toLayer(
       const outcome = yield* Effect.uninterruptible(
         recorder.record({ monitorId, slotAt: slot.slotAt, attempt: slot.attempt, checkedAt, result })
       )
+      if (outcome._tag === "Recorded") {
+        yield* count(monitorChecks, { type: target.checkType, result: outcome.transition.heartbeatStatus })
+        // Lateness of the slot itself: retries start late on purpose.
+        if (slot.attempt === 0) yield* observe(monitorLateness, Math.max(0, checkedAt - slot.slotAt) / 1000)
+      }
       if (outcome._tag === "Skipped" && outcome.reason === "inactive") return yield* plan(false)
       const now = yield* Clock.currentTimeMillis
       if (

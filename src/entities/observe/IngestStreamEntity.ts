@@ -1,6 +1,13 @@
 import { Cause, Deferred, Effect, Exit, Queue } from "effect"
 import { Entity } from "effect/cluster"
 import { SqlClient } from "effect/sql"
+import {
+  count,
+  ingestCommitDuration,
+  ingestCommitSize,
+  ingestEvents,
+  observe
+} from "../../../services/metrics/Metrics.ts"
 import { Alerts } from "../../../services/observe/Alerts.ts"
 import { type CommitPlan, planCommit, userPairKey } from "../../../services/observe/CommitPlan.ts"
 import type { PreparedEvent } from "../../../services/observe/EventPreparation.ts"
@@ -153,7 +160,9 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
           current = decision.window
           return decision.weight
         }, storedRows)
+        const started = performance.now()
         const exit = yield* Effect.exit(writer.write(orgId, plan, current))
+        yield* recordCommit(orgId, events.length, plan, exit._tag === "Success", performance.now() - started)
         if (exit._tag === "Failure") {
           // The window stays as it was; a created issue whose commit failed is created again by its next event.
           for (const issue of plan.issues) {
@@ -205,3 +214,16 @@ export const IngestStreamEntityLayer = IngestStream.toLayer(
   // Requests of one organization run concurrently: they meet in the group commit.
   { concurrency: "unbounded", maxIdleTime: "5 minutes" }
 )
+
+/** One group commit in the ingest metrics: its size and time, and its events by outcome. */
+const recordCommit = (orgId: string, size: number, plan: CommitPlan, committed: boolean, elapsedMs: number) =>
+  Effect.all([
+    observe(ingestCommitSize, size),
+    observe(ingestCommitDuration, elapsedMs / 1000),
+    committed
+      ? Effect.andThen(
+        count(ingestEvents, { outcome: "accepted", reason: "" }, { org: orgId, by: plan.kept.length }),
+        count(ingestEvents, { outcome: "sampled", reason: "over_plan" }, { org: orgId, by: plan.dropped })
+      )
+      : count(ingestEvents, { outcome: "dropped", reason: "commit_failed" }, { org: orgId, by: size })
+  ], { discard: true })

@@ -8,6 +8,7 @@ import { RepoCache } from "../../../services/git/RepoCache.ts"
 import { UploadPack } from "../../../services/git/UploadPack.ts"
 import { errorResponse } from "../ErrorResponse.ts"
 import { authorizeGit, pusherOf, refusalsAnswered } from "./GitAuth.ts"
+import { countedFetchStream, countedPushBody } from "./GitMetrics.ts"
 import { LfsLockRoutes } from "./LfsLockRoutes.ts"
 import { LfsRoutes } from "./LfsRoutes.ts"
 
@@ -60,7 +61,7 @@ const uploadPack = HttpRouter.add(
       const { org, repo } = yield* paramsOf
       const access = yield* authorizeGit(request, org, repo, "read")
       const stream = yield* (yield* UploadPack).serve(access.repo, request.headers["git-protocol"], bodyOf(request))
-      return HttpServerResponse.stream(stream, {
+      return HttpServerResponse.stream(countedFetchStream(stream, access.repo.orgId), {
         contentType: "application/x-git-upload-pack-result",
         headers: noCache
       })
@@ -74,7 +75,9 @@ const receivePack = HttpRouter.add(
     refusalsAnswered(Effect.gen(function*() {
       const { org, repo } = yield* paramsOf
       const access = yield* authorizeGit(request, org, repo, "write")
-      const body = yield* (yield* ReceivePack).handle(access.repo, pusherOf(access.principal), bodyOf(request))
+      const pushed = countedPushBody(bodyOf(request), access.repo.orgId)
+      const body = yield* (yield* ReceivePack).handle(access.repo, pusherOf(access.principal), pushed.body)
+      yield* pushed.done
       return HttpServerResponse.uint8Array(body, {
         contentType: "application/x-git-receive-pack-result",
         headers: noCache

@@ -6,6 +6,7 @@ import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { type PublicEndpoint, PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
 import { StatusCache } from "../../../services/status/StatusCache.ts"
 import { LiveServer } from "../live/LiveRoutes.ts"
+import { recordHttpRequest } from "../metrics/HttpMetrics.ts"
 import { rateLimitHeaders } from "../tenancy/SecurityLive.ts"
 import { parseTrustedProxy } from "../TrustedProxies.ts"
 import { FEED_CACHE, matchesEtag, SHORT_CACHE } from "./cachedResponse.ts"
@@ -37,11 +38,19 @@ interface FastRoute {
   readonly cacheControl: string
   readonly headers: Readonly<Record<string, string>>
   readonly ignoresQuery: boolean
+  /** The Effect route's template, so a fast answer counts in the same metrics series. */
+  readonly template: string
 }
 
-const route = (key: string, limit: PublicEndpoint, options: Partial<FastRoute> = {}): FastRoute => ({
+const route = (
+  key: string,
+  limit: PublicEndpoint,
+  template: string,
+  options: Partial<FastRoute> = {}
+): FastRoute => ({
   key,
   limit,
+  template,
   rateHeaders: true,
   cacheControl: SHORT_CACHE,
   headers: {},
@@ -49,11 +58,17 @@ const route = (key: string, limit: PublicEndpoint, options: Partial<FastRoute> =
   ...options
 })
 
-const summary = route("summary", "status")
-const widget = route("widget", "widget")
-const feed = route("feed", "feed", { cacheControl: FEED_CACHE })
-const page = route("page", "status", { rateHeaders: false, headers: { "referrer-policy": "no-referrer" } })
-const logo = route("logo", "badge", { headers: { "content-security-policy": LOGO_CSP }, ignoresQuery: true })
+const summary = route("summary", "status", "/api/v1/status/:slug")
+const widget = route("widget", "widget", "/api/v1/widget/:slug")
+const feed = route("feed", "feed", "/api/v1/feed/:slug", { cacheControl: FEED_CACHE })
+const page = route("page", "status", "/status/:slug", {
+  rateHeaders: false,
+  headers: { "referrer-policy": "no-referrer" }
+})
+const logo = route("logo", "badge", "/status/:slug/logo", {
+  headers: { "content-security-policy": LOGO_CSP },
+  ignoresQuery: true
+})
 
 const slugPattern = /^[a-z0-9-]{2,40}$/
 
@@ -128,6 +143,7 @@ export const PublicFastPath = Layer.effectDiscard(Effect.gen(function*() {
 
   const serve = (request: Http.IncomingMessage, response: Http.ServerResponse): boolean => {
     if (request.method !== "GET") return false
+    const started = performance.now()
     const url = request.url ?? ""
     const queryAt = url.indexOf("?")
     const found = match(queryAt < 0 ? url : url.slice(0, queryAt))
@@ -148,11 +164,13 @@ export const PublicFastPath = Layer.effectDiscard(Effect.gen(function*() {
     }
     if (matchesEtag(request.headers["if-none-match"], entry.etag)) {
       response.writeHead(304, headers).end()
+      recordHttpRequest(found.route.template, "GET", 304, started)
       return true
     }
     headers["content-type"] = entry.contentType
     headers["content-length"] = String(entry.body.length)
     response.writeHead(200, headers).end(entry.body)
+    recordHttpRequest(found.route.template, "GET", 200, started)
     return true
   }
 

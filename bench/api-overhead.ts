@@ -1,0 +1,98 @@
+/**
+ * `BENCH_MODE=overhead npm run bench:api`: the cost of observability on the API (issue 32 item 5).
+ * Two Canopy processes, each on its own embedded Postgres, take the same load on
+ * `GET /api/v1/me` in alternating slices (the order flips every round, so a change in the shared
+ * machine's load falls on both alike): one with metrics on (the default), one with
+ * `METRICS_ENABLED=false`. `BENCH_TRACING=1` also gives the "on" process OTLP tracing sampled at
+ * 10% (the standard `OTEL_*` variables), exported to a loopback sink that answers 200. A scraper
+ * reads `/metrics` every 15 s during the run, as Prometheus would.
+ * Env: DURATION (seconds per process, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
+ */
+import * as Http from "node:http"
+import type { AddressInfo } from "node:net"
+import { load, type LoadResult, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
+
+const seconds = Number(process.env.DURATION ?? 10)
+const connections = Number(process.env.CONNECTIONS ?? 50)
+const rounds = Number(process.env.ROUNDS ?? 5)
+const tracing = process.env.BENCH_TRACING === "1"
+
+const combine = (results: ReadonlyArray<LoadResult>) => ({
+  requestsPerSecond: results.reduce((sum, result) => sum + result.requestsPerSecond, 0) / results.length,
+  p50: percentile(results.map((result) => result.p50).sort((a, b) => a - b), 50),
+  p99: Math.max(...results.map((result) => result.p99)),
+  non2xx: results.reduce((sum, result) => sum + result.non2xx, 0)
+})
+
+/** An OTLP/HTTP receiver that accepts and discards (the exporter's cost, not a collector's). */
+const startSink = () =>
+  new Promise<Http.Server>((resolve) => {
+    const server = Http.createServer((request, response) => {
+      request.resume()
+      request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"))
+    })
+    server.listen(0, "127.0.0.1", () => resolve(server))
+  })
+
+const startWithKey = async (env: Record<string, string>) => {
+  const canopy = await startCanopyOnEmbeddedPostgres(env)
+  await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
+  await canopy.admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+  const { key } = await canopy.admin("/orgs/bench/keys", { username: "bench" })
+  return { ...canopy, headers: { authorization: `Bearer ${key}` } }
+}
+
+export const runOverhead = async () => {
+  const sink = tracing ? await startSink() : undefined
+  const onEnv: Record<string, string> = sink === undefined ? {} : {
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+    OTEL_TRACES_SAMPLER_ARG: "0.1"
+  }
+  const on = await startWithKey(onEnv)
+  const off = await startWithKey({ METRICS_ENABLED: "false" })
+  const metricsOff = await fetch(`${off.base}/metrics`)
+  if (metricsOff.status !== 404) throw new Error(`the "off" process serves /metrics (${metricsOff.status})`)
+  const scraper = setInterval(() => void fetch(`${on.base}/metrics`).then((r) => r.text(), () => ""), 15_000)
+  try {
+    const targets = { on, off }
+    for (const target of Object.values(targets)) {
+      await load(`${target.base}/api/v1/me`, { headers: target.headers, seconds: 2, connections })
+    }
+    const slices: Record<keyof typeof targets, Array<LoadResult>> = { on: [], off: [] }
+    for (let round = 0; round < rounds; round++) {
+      const order: Array<keyof typeof targets> = round % 2 === 0 ? ["on", "off"] : ["off", "on"]
+      for (const name of order) {
+        const target = targets[name]
+        slices[name].push(
+          await load(`${target.base}/api/v1/me`, { headers: target.headers, seconds: seconds / rounds, connections })
+        )
+      }
+    }
+    const scraped = await fetch(`${on.base}/metrics`).then((r) => r.text())
+    if (!scraped.includes("canopy_http_requests_total")) throw new Error("the \"on\" process counted nothing")
+    const [onResult, offResult] = [combine(slices.on), combine(slices.off)]
+    console.log(
+      `\nGET /api/v1/me, ${connections} connections, ${seconds} s each in ${rounds} alternating slices, autocannon on loopback\n`
+    )
+    const row = (name: string, result: typeof onResult) => ({
+      server: name,
+      "req/s": Math.round(result.requestsPerSecond),
+      "p50 ms": result.p50,
+      "p99 ms": result.p99,
+      "non-2xx": result.non2xx
+    })
+    printTable([
+      row(`metrics on${tracing ? " + tracing at 10%" : ""} (scraped every 15 s)`, onResult),
+      row("metrics off (METRICS_ENABLED=false)", offResult)
+    ])
+    const ratio = onResult.requestsPerSecond / offResult.requestsPerSecond
+    console.log(
+      `\nthroughput ratio on / off: ${(100 * ratio).toFixed(1)}% (goal >= 90%: observability within 10%)`
+    )
+  } finally {
+    clearInterval(scraper)
+    await Promise.all([on.close(), off.close()])
+    sink?.close()
+  }
+}
