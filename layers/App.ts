@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import { Layer, Option } from "effect"
 import { AiLive } from "../services/ai/AiLive.ts"
 import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
@@ -21,6 +21,8 @@ import { Performance } from "../services/observe/Performance.ts"
 import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { OutboundGuard } from "../services/outbound/OutboundGuard.ts"
 import { AppConfig, type AppConfigShape } from "../services/platform/AppConfig.ts"
+import { LoggingLive } from "../services/platform/Logging.ts"
+import { TracingLive } from "../services/platform/Tracing.ts"
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
 import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
@@ -58,7 +60,14 @@ import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
  * The whole service for one configuration: storage, the cluster runner, the domain
  * services, the entities this runner hosts, and the HTTP server on `port`.
  */
-export const AppLive = (config: AppConfigShape) => {
+export const AppLive = (config: AppConfigShape) =>
+  AppServices(config).pipe(
+    // The tracer and loggers reach every fiber the app starts: requests, entities, crons.
+    Layer.provide(TracingLive(config.tracing ?? Option.none())),
+    Layer.provide(LoggingLive({ format: config.logFormat ?? "text", level: config.logLevel ?? "info" }))
+  )
+
+const AppServices = (config: AppConfigShape) => {
   const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config))

@@ -1,4 +1,6 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { type LogFormat, type LogLevelName, logLevels } from "./Logging.ts"
+import { type TracingConfig, tracingConfig } from "./Tracing.ts"
 
 /**
  * Every setting Canopy reads from the environment, in one place (the README lists them).
@@ -28,6 +30,11 @@ export interface AppConfigShape {
   readonly outboundAllowPrivate: boolean
   /** Proxies (IPs or CIDR networks) whose `X-Forwarded-For` names the client. */
   readonly trustedProxies: ReadonlyArray<string>
+  /** `LOG_FORMAT` (`text` unless `json`) and `LOG_LEVEL` (`info`); absent means the defaults. */
+  readonly logFormat?: LogFormat | undefined
+  readonly logLevel?: LogLevelName | undefined
+  /** OpenTelemetry traces (`OTEL_*` variables, `Tracing.ts`); absent or none means off. */
+  readonly tracing?: Option.Option<TracingConfig> | undefined
   /** Webhook delivery timeout; 30 s (spec) unless a test shortens it. Not read from the environment. */
   readonly webhookTimeoutMs?: number | undefined
 }
@@ -81,7 +88,10 @@ export const appConfig = Effect.gen(function*() {
     trustedProxies: Option.match(yield* nonEmptyString("TRUSTED_PROXIES"), {
       onNone: () => [],
       onSome: (list) => list.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-    })
+    }),
+    logFormat: yield* Config.Literals(["text", "json"], "LOG_FORMAT").pipe(Config.withDefault("text" as const)),
+    logLevel: yield* Config.Literals(logLevels, "LOG_LEVEL").pipe(Config.withDefault("info" as const)),
+    tracing: yield* tracingConfig
   }
   return config
 })
