@@ -60,17 +60,16 @@ import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
  * The whole service for one configuration: storage, the cluster runner, the domain
  * services, the entities this runner hosts, and the HTTP server on `port`.
  */
-export const AppLive = (config: AppConfigShape) =>
-  AppServices(config).pipe(
-    // The tracer and loggers reach every fiber the app starts: requests, entities, crons.
-    Layer.provide(TracingLive(config.tracing ?? Option.none())),
-    Layer.provide(LoggingLive({ format: config.logFormat ?? "text", level: config.logLevel ?? "info" }))
+export const AppLive = (config: AppConfigShape) => {
+  // Under everything: the tracer and loggers reach every fiber the app starts.
+  const Observability = Layer.mergeAll(
+    TracingLive(config.tracing ?? Option.none()),
+    LoggingLive({ format: config.logFormat ?? "text", level: config.logLevel ?? "info" })
   )
-
-const AppServices = (config: AppConfigShape) => {
   const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
     Layer.provideMerge(DatabaseLive(config)),
-    Layer.provideMerge(AppConfig.layerWith(config))
+    Layer.provideMerge(AppConfig.layerWith(config)),
+    Layer.provideMerge(Observability)
   )
   const Domain = Layer.mergeAll(ApiKeys.layer, Monitors.layer, StatusCache.layer, GitLive, FanOut.layer).pipe(
     Layer.provideMerge(StatusSummary.layer),

@@ -20,6 +20,8 @@ export interface TracingConfig {
   readonly headers: Redacted.Redacted<Record<string, string>>
   readonly protocol: "http/protobuf" | "http/json"
   readonly sampler: Sampler
+  /** `OTEL_BSP_SCHEDULE_DELAY`: how often batched spans are sent, default 5 s. */
+  readonly exportIntervalMs?: number | undefined
 }
 
 const samplerNames = [
@@ -81,6 +83,7 @@ export const tracingConfig = Effect.gen(function*() {
     serviceName: Option.getOrElse(yield* optional("OTEL_SERVICE_NAME"), () => "canopy"),
     headers: Redacted.make(parseHeaders(Option.getOrElse(headers, () => ""))),
     protocol,
+    exportIntervalMs: Option.getOrUndefined(yield* Config.Int("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.option)),
     sampler: {
       parentBased: name.startsWith("parentbased_"),
       root: name.endsWith("always_off") ? "off" : name.endsWith("traceidratio") ? "ratio" : "on",
@@ -97,14 +100,15 @@ export const tracingConfig = Effect.gen(function*() {
  */
 export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<never> => {
   if (Option.isNone(config)) return Layer.empty
-  const { headers, protocol, sampler, serviceName, url } = config.value
+  const { exportIntervalMs, headers, protocol, sampler, serviceName, url } = config.value
   const otlp = Layer.effect(
     Tracer.Tracer,
     Effect.map(
       OtlpTracer.make({
         url,
         resource: { serviceName, serviceVersion: pkg.version },
-        headers: Redacted.value(headers)
+        headers: Redacted.value(headers),
+        exportInterval: exportIntervalMs ?? 5_000
       }),
       (tracer) => samplingTracer(tracer, sampler)
     )

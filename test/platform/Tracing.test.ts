@@ -1,0 +1,156 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Effect, Option, Tracer } from "effect"
+import { keepsTraceId, samplingTracer } from "../../services/platform/Sampling.ts"
+import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { eventually } from "../support/wait.ts"
+import { startReceiver } from "../webhooks/receiver.ts"
+import { ancestors, type ReceivedSpan, startOtlpReceiver, tracingTo } from "./otlpReceiver.ts"
+
+const SERVER = 2
+const CLIENT = 3
+
+const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+const parentId = "00f067aa0ba902b7"
+
+const serverSpanOf = (spans: ReadonlyArray<ReceivedSpan>, requestId: string) =>
+  spans.find((span) => span.kind === SERVER && span.attributes["canopy.request_id"] === requestId)
+
+describe("OpenTelemetry traces over OTLP/HTTP", () => {
+  it.live("a request that reaches SQL: a server span with the request id, and SQL spans under it in its trace", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "traced" })
+      const me = yield* request(`${app.baseUrl}/api/v1/me`, { token: key })
+      const monitors = yield* request(`${app.baseUrl}/api/v1/monitors`, { token: key })
+      expect(monitors.status).toBe(200)
+      const requestId = monitors.headers.get("x-request-id")!
+
+      const server = yield* eventually(
+        "the server span",
+        Effect.sync(() => serverSpanOf(otlp.spans, requestId)),
+        (span) => span !== undefined
+      )
+      expect(server!.serviceName).toBe("canopy")
+      expect(server!.attributes["http.response.status_code"]).toBe(200)
+      expect(server!.attributes["canopy.org_id"]).toBe(me.body.org.id)
+      // Listing reads the table: SQL statements inside the request's trace, under its server span.
+      const sqlUnder = () =>
+        otlp.spans.filter((span) =>
+          span.traceId === server!.traceId && span.kind === CLIENT &&
+          typeof span.attributes["db.query.text"] === "string" &&
+          ancestors(otlp.spans, span).some((ancestor) => ancestor.spanId === server!.spanId)
+        )
+      const sql = yield* eventually("an SQL span in the trace", Effect.sync(sqlUnder), (found) => found.length > 0)
+      // …reached through a named service span (`Effect.fn`), not straight from the server span.
+      const chain = ancestors(otlp.spans, sql[0]).map((span) => span.name)
+      expect(chain).toContain("Monitors.list")
+      // The exporter sends OTEL_EXPORTER_OTLP_HEADERS.
+      expect(otlp.posts[0].authorization).toBe("Bearer otlp-test-token")
+    }))
+
+  it.live("an incoming traceparent: the request's spans join that trace under the caller's span", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const health = yield* request(`${app.baseUrl}/healthz`, {
+        headers: { traceparent: `00-${traceId}-${parentId}-01` }
+      })
+      expect(health.status).toBe(200)
+      const server = yield* eventually(
+        "the server span",
+        Effect.sync(() => serverSpanOf(otlp.spans, health.headers.get("x-request-id")!)),
+        (span) => span !== undefined
+      )
+      expect(server!.traceId).toBe(traceId)
+      expect(server!.parentSpanId).toBe(parentId)
+    }))
+
+  it.live("a webhook's test ping carries a traceparent in the trace of the request that sent it", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const receiver = yield* startReceiver()
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "hooked", plan: "enterprise" })
+      const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
+        method: "POST",
+        token: key,
+        body: { url: receiver.url(), events: ["*"] }
+      })
+      expect(created.status).toBe(201)
+      const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
+        method: "POST",
+        token: key,
+        headers: { traceparent: `00-${traceId}-${parentId}-01` }
+      })
+      expect(ping.status).toBe(202)
+      yield* eventually("the ping", Effect.sync(() => receiver.on("/hook")), (received) => received.length > 0)
+      const header = String(receiver.on("/hook")[0].headers.traceparent)
+      expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      expect(header.split("-")[1]).toBe(traceId)
+      // The span it names is the delivery's client span, exported in the same trace.
+      const client = yield* eventually(
+        "the delivery's client span",
+        Effect.sync(() => otlp.spans.find((span) => span.spanId === header.split("-")[2])),
+        (span) => span !== undefined
+      )
+      expect(client!.kind).toBe(CLIENT)
+      expect(client!.traceId).toBe(traceId)
+      expect(client!.attributes["http.response.status_code"]).toBe(200)
+    }))
+
+  it.live("sampled at ratio 0: nothing is sent, though the exporter flushes on stop", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({
+        tracing: tracingTo(otlp.url, { sampler: { parentBased: true, root: "ratio", ratio: 0 } })
+      })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "unsampled" })
+      for (let i = 0; i < 5; i++) expect((yield* request(`${app.baseUrl}/api/v1/me`, { token: key })).status).toBe(200)
+      // Stopping closes the exporter's scope, which sends whatever was batched.
+      yield* app.stop
+      expect(otlp.spans).toEqual([])
+      expect(otlp.posts).toEqual([])
+    }))
+})
+
+describe("sampling", () => {
+  const recorder = () => {
+    const decisions: Array<boolean> = []
+    const tracer = Tracer.make({
+      span: (options) => {
+        decisions.push(options.sampled)
+        return Tracer.nativeTracer.span(options)
+      }
+    })
+    return { decisions, tracer }
+  }
+  const options = (parent: Option.Option<Tracer.AnySpan>) => ({
+    name: "x",
+    parent,
+    annotations: Tracer.externalSpan({ traceId, spanId: parentId }).annotations,
+    links: [],
+    startTime: 0n,
+    kind: "server" as const,
+    root: false,
+    sampled: Option.isNone(parent) || parent.value.sampled
+  })
+  const remote = (sampled: boolean) => Option.some(Tracer.externalSpan({ traceId, spanId: parentId, sampled }))
+
+  it("a trace id is kept below the ratio, by its low bits, the same way every time", () => {
+    expect(keepsTraceId("00000000000000000000000000000000", 0.5)).toBe(true)
+    expect(keepsTraceId("ffffffffffffffffffffffffffffffff", 0.5)).toBe(false)
+    expect(keepsTraceId("ffffffffffffffffffffffffffffffff", 1)).toBe(true)
+    expect(keepsTraceId("00000000000000000000000000000000", 0)).toBe(false)
+  })
+
+  it("parent-based samplers follow the caller's flag; the others decide for themselves", () => {
+    const { decisions, tracer } = recorder()
+    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(remote(true)))
+    samplingTracer(tracer, { parentBased: true, root: "on", ratio: 1 }).span(options(remote(false)))
+    samplingTracer(tracer, { parentBased: false, root: "on", ratio: 1 }).span(options(remote(false)))
+    samplingTracer(tracer, { parentBased: false, root: "off", ratio: 1 }).span(options(remote(true)))
+    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(Option.none()))
+    expect(decisions).toEqual([true, false, true, false, false])
+  })
+})
