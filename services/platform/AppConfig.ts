@@ -1,4 +1,5 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { literal } from "./ConfigLiteral.ts"
 import { type LogFormat, type LogLevelName, logLevels } from "./Logging.ts"
 import { type TracingConfig, tracingConfig } from "./Tracing.ts"
 
@@ -89,8 +90,8 @@ export const appConfig = Effect.gen(function*() {
       onNone: () => [],
       onSome: (list) => list.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
     }),
-    logFormat: yield* Config.Literals(["text", "json"], "LOG_FORMAT").pipe(Config.withDefault("text" as const)),
-    logLevel: yield* Config.Literals(logLevels, "LOG_LEVEL").pipe(Config.withDefault("info" as const)),
+    logFormat: yield* literal("LOG_FORMAT", ["text", "json"], "text"),
+    logLevel: yield* literal("LOG_LEVEL", logLevels, "info"),
     tracing: yield* tracingConfig
   }
   return config

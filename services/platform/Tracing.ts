@@ -2,6 +2,7 @@ import { Config, Effect, Layer, Option, Redacted, Tracer } from "effect"
 import { FetchHttpClient } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import pkg from "../../package.json" with { type: "json" }
+import { literal } from "./ConfigLiteral.ts"
 import { type Sampler, samplingTracer } from "./Sampling.ts"
 
 export type { Sampler } from "./Sampling.ts"
@@ -68,16 +69,18 @@ export const tracingConfig = Effect.gen(function*() {
     return Option.none<TracingConfig>()
   }
   const argument = yield* Config.Number("OTEL_TRACES_SAMPLER_ARG").pipe(Config.option)
-  const name = yield* Config.Literals(samplerNames, "OTEL_TRACES_SAMPLER").pipe(
-    Config.withDefault(Option.isSome(argument) ? "parentbased_traceidratio" : "parentbased_always_on")
+  const name = yield* literal(
+    "OTEL_TRACES_SAMPLER",
+    samplerNames,
+    Option.isSome(argument) ? "parentbased_traceidratio" : "parentbased_always_on"
   )
   const ratio = Math.min(1, Math.max(0, Option.getOrElse(argument, () => 1)))
   const specificHeaders = yield* optional("OTEL_EXPORTER_OTLP_TRACES_HEADERS")
   const headers = Option.isSome(specificHeaders) ? specificHeaders : yield* optional("OTEL_EXPORTER_OTLP_HEADERS")
-  const protocol = yield* Config.Literals(["http/protobuf", "http/json"], "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL").pipe(
-    Config.orElse(() => Config.Literals(["http/protobuf", "http/json"], "OTEL_EXPORTER_OTLP_PROTOCOL")),
-    Config.withDefault("http/protobuf" as const)
-  )
+  const protocols = ["http/protobuf", "http/json"] as const
+  const protocol = Option.isSome(yield* optional("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"))
+    ? yield* literal("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", protocols, "http/protobuf")
+    : yield* literal("OTEL_EXPORTER_OTLP_PROTOCOL", protocols, "http/protobuf")
   const config: TracingConfig = {
     url: url.value,
     serviceName: Option.getOrElse(yield* optional("OTEL_SERVICE_NAME"), () => "canopy"),

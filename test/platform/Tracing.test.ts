@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Option, Tracer } from "effect"
+import { ConfigProvider, Effect, Option, Redacted, Tracer } from "effect"
 import { keepsTraceId, samplingTracer } from "../../services/platform/Sampling.ts"
+import { tracingConfig } from "../../services/platform/Tracing.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { startReceiver } from "../webhooks/receiver.ts"
@@ -153,4 +154,63 @@ describe("sampling", () => {
     samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(Option.none()))
     expect(decisions).toEqual([true, false, true, false, false])
   })
+})
+
+describe("configuration from the OpenTelemetry variables", () => {
+  const read = (env: Record<string, string>) =>
+    tracingConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+
+  it.effect("off without an endpoint, or when disabled", () =>
+    Effect.gen(function*() {
+      expect(Option.isNone(yield* read({}))).toBe(true)
+      expect(Option.isNone(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" })))
+        .toBe(true)
+      expect(Option.isNone(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" })))
+        .toBe(true)
+    }))
+
+  it.effect("defaults: service canopy, protobuf, parent-based always on; /v1/traces appended to the base URL", () =>
+    Effect.gen(function*() {
+      const config = Option.getOrThrow(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }))
+      expect(config.url).toBe("http://collector:4318/v1/traces")
+      expect(config.serviceName).toBe("canopy")
+      expect(config.protocol).toBe("http/protobuf")
+      expect(config.sampler).toEqual({ parentBased: true, root: "on", ratio: 1 })
+      expect(Redacted.value(config.headers)).toEqual({})
+    }))
+
+  it.effect("every variable honoured; OTEL_TRACES_SAMPLER_ARG alone means parent-based ratio", () =>
+    Effect.gen(function*() {
+      const config = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://vendor.example/otlp/traces",
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
+          OTEL_SERVICE_NAME: "canopy-eu",
+          OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=abc%3D%3D,tenant=t1",
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+          OTEL_TRACES_SAMPLER_ARG: "0.1",
+          OTEL_BSP_SCHEDULE_DELAY: "250"
+        })
+      )
+      expect(config.url).toBe("https://vendor.example/otlp/traces")
+      expect(config.serviceName).toBe("canopy-eu")
+      expect(Redacted.value(config.headers)).toEqual({ "x-api-key": "abc==", tenant: "t1" })
+      expect(config.protocol).toBe("http/json")
+      expect(config.sampler).toEqual({ parentBased: true, root: "ratio", ratio: 0.1 })
+      expect(config.exportIntervalMs).toBe(250)
+      const plain = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+          OTEL_TRACES_SAMPLER: "traceidratio",
+          OTEL_TRACES_SAMPLER_ARG: "0.5"
+        })
+      )
+      expect(plain.sampler).toEqual({ parentBased: false, root: "ratio", ratio: 0.5 })
+    }))
+
+  it.effect("an unknown sampler is a configuration error naming the choices", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "x" }))
+      expect(String(error.message)).toContain("parentbased_traceidratio")
+    }))
 })
