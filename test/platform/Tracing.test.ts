@@ -100,6 +100,46 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       expect(client!.attributes["http.response.status_code"]).toBe(200)
     }))
 
+  it.live("a monitor's HTTP check sends a traceparent naming its exported client span; none when tracing is off", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const target = yield* startReceiver()
+      const monitorOn = (baseUrl: string, path: string) =>
+        Effect.gen(function*() {
+          const { key } = yield* bootstrapOrg(baseUrl, { slug: `mon${path.slice(1)}` })
+          const created = yield* request(`${baseUrl}/api/v1/monitors`, {
+            method: "POST",
+            token: key,
+            body: { name: "traced", url: target.url(path), frequency: 60 }
+          })
+          expect(created.status).toBe(201)
+          const [check] = yield* eventually(
+            "the first check",
+            Effect.sync(() => target.on(path)),
+            (hits) => hits.length > 0
+          )
+          return check
+        })
+
+      const traced = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const check = yield* monitorOn(traced.baseUrl, "/on")
+      const header = String(check.headers.traceparent)
+      expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      const client = yield* eventually(
+        "the check's client span",
+        Effect.sync(() => otlp.spans.find((span) => span.spanId === header.split("-")[2])),
+        (span) => span !== undefined
+      )
+      expect(client).toMatchObject({ kind: CLIENT, name: "GET", traceId: header.split("-")[1] })
+      expect(client!.attributes).toMatchObject({ "server.address": "127.0.0.1", "http.response.status_code": 200 })
+      // Only the host: a check URL's path or query may hold a token.
+      expect(JSON.stringify(client!.attributes)).not.toContain("/on")
+      yield* traced.stop
+
+      const untraced = yield* startApp()
+      expect((yield* monitorOn(untraced.baseUrl, "/off")).headers.traceparent).toBeUndefined()
+    }))
+
   it.live("sampled at ratio 0: nothing is sent, though the exporter flushes on stop", () =>
     Effect.gen(function*() {
       const otlp = yield* startOtlpReceiver
