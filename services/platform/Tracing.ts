@@ -1,4 +1,5 @@
 import { Config, Effect, Layer, Option, Redacted, Tracer } from "effect"
+import { SourceError } from "effect/ConfigProvider"
 import { FetchHttpClient } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import pkg from "../../package.json" with { type: "json" }
@@ -37,6 +38,21 @@ const samplerNames = [
 const optional = (name: string) =>
   Config.option(Config.String(name)).pipe(Config.map(Option.filter((value) => value.trim() !== "")))
 
+/** A number, unset when empty (as every optional variable here); anything else is a configuration error. */
+const optionalNumber = (name: string) =>
+  Effect.flatMap(
+    Effect.gen(function*() {
+      return yield* optional(name)
+    }),
+    (text) => {
+      if (Option.isNone(text)) return Effect.succeed(Option.none<number>())
+      const value = Number(text.value.trim())
+      return Number.isFinite(value) ? Effect.succeed(Option.some(value)) : Effect.fail(
+        new Config.ConfigError(new SourceError({ message: `${name} must be a number, not '${text.value}'` }))
+      )
+    }
+  )
+
 /** `k1=v1,k2=v2` with URL-encoded values (the OpenTelemetry environment format). */
 export const parseHeaders = (text: string): Record<string, string> => {
   const headers: Record<string, string> = {}
@@ -68,7 +84,7 @@ export const tracingConfig = Effect.gen(function*() {
   if (Option.isNone(url) || disabled || Option.getOrUndefined(exporter)?.trim() === "none") {
     return Option.none<TracingConfig>()
   }
-  const argument = yield* Config.Number("OTEL_TRACES_SAMPLER_ARG").pipe(Config.option)
+  const argument = yield* optionalNumber("OTEL_TRACES_SAMPLER_ARG")
   const name = yield* literal(
     "OTEL_TRACES_SAMPLER",
     samplerNames,
@@ -86,7 +102,7 @@ export const tracingConfig = Effect.gen(function*() {
     serviceName: Option.getOrElse(yield* optional("OTEL_SERVICE_NAME"), () => "canopy"),
     headers: Redacted.make(parseHeaders(Option.getOrElse(headers, () => ""))),
     protocol,
-    exportIntervalMs: Option.getOrUndefined(yield* Config.Int("OTEL_BSP_SCHEDULE_DELAY").pipe(Config.option)),
+    exportIntervalMs: Option.getOrUndefined(yield* optionalNumber("OTEL_BSP_SCHEDULE_DELAY")),
     sampler: {
       parentBased: name.startsWith("parentbased_"),
       root: name.endsWith("always_off") ? "off" : name.endsWith("traceidratio") ? "ratio" : "on",

@@ -248,9 +248,23 @@ describe("configuration from the OpenTelemetry variables", () => {
       expect(plain.sampler).toEqual({ parentBased: false, root: "ratio", ratio: 0.5 })
     }))
 
-  it.effect("an unknown sampler is a configuration error naming the choices", () =>
+  it.effect("an unknown sampler or a ratio that is no number is a configuration error; empty means unset", () =>
     Effect.gen(function*() {
       const error = yield* Effect.flip(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "x" }))
       expect(String(error.message)).toContain("parentbased_traceidratio")
+      const ratio = yield* Effect.flip(
+        read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER_ARG: "a" })
+      )
+      expect(String(ratio.message)).toContain("OTEL_TRACES_SAMPLER_ARG")
+      const empty = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+          OTEL_TRACES_SAMPLER: "",
+          OTEL_TRACES_SAMPLER_ARG: "",
+          OTEL_EXPORTER_OTLP_PROTOCOL: ""
+        })
+      )
+      expect(empty.sampler).toEqual({ parentBased: true, root: "on", ratio: 1 })
+      expect(empty.protocol).toBe("http/protobuf")
     }))
 })
