@@ -1,4 +1,4 @@
-import { Layer } from "effect"
+import { Layer, Option } from "effect"
 import { AiLive } from "../services/ai/AiLive.ts"
 import { CiLive } from "../services/ci/CiLive.ts"
 import { Events } from "../services/events/Events.ts"
@@ -23,6 +23,8 @@ import { Performance } from "../services/observe/Performance.ts"
 import { SourceMaps } from "../services/observe/SourceMaps.ts"
 import { OutboundGuard } from "../services/outbound/OutboundGuard.ts"
 import { AppConfig, type AppConfigShape, metricsConfigOf } from "../services/platform/AppConfig.ts"
+import { LoggingLive } from "../services/platform/Logging.ts"
+import { TracingLive } from "../services/platform/Tracing.ts"
 import { ProtectionLive } from "../services/protection/ProtectionLive.ts"
 import { PullsLive } from "../services/pulls/PullsLive.ts"
 import { Components } from "../services/status/Components.ts"
@@ -65,10 +67,16 @@ import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
  * services, the entities this runner hosts, and the HTTP server on `port`.
  */
 export const AppLive = (config: AppConfigShape) => {
+  // Under everything: the tracer and loggers reach every fiber the app starts.
+  const Observability = Layer.mergeAll(
+    TracingLive(config.tracing ?? Option.none()),
+    LoggingLive({ format: config.logFormat ?? "text", level: config.logLevel ?? "info" })
+  )
   const Base = Layer.mergeAll(BlobStoreLive(config), MailerLive(config), CryptoLive(config), ClusterLive(config)).pipe(
     Layer.provideMerge(DatabaseLive(config)),
     Layer.provideMerge(AppConfig.layerWith(config)),
-    Layer.provideMerge(metricsSettingsLayer(metricsConfigOf(config)))
+    Layer.provideMerge(metricsSettingsLayer(metricsConfigOf(config))),
+    Layer.provideMerge(Observability)
   )
   const Domain = Layer.mergeAll(
     ApiKeys.layer,

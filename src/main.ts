@@ -3,6 +3,7 @@ import { Console, Effect, Layer, Option, Redacted } from "effect"
 import { HttpServer } from "effect/http"
 import { AppLive } from "../layers/App.ts"
 import { appConfig } from "../services/platform/AppConfig.ts"
+import { LoggingLive } from "../services/platform/Logging.ts"
 import { loadOrCreateAdminToken } from "../services/tenancy/AdminToken.ts"
 
 /** `npm start`: everything embedded unless the environment says otherwise (README). */
@@ -12,11 +13,18 @@ const main = Effect.gen(function*() {
   const context = yield* Layer.build(AppLive({ ...config, adminToken: Option.some(admin.token) }))
   const server = yield* HttpServer.HttpServer.pipe(Effect.provideContext(context))
   const port = server.address._tag === "UnixPathAddress" ? config.port : server.address.port
-  yield* Console.log(`Canopy is listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`)
-  if (admin.generated) {
-    yield* Console.log(`Admin token (saved to ${config.dataDir}/admin-token): ${Redacted.value(admin.token)}`)
+  // With LOG_FORMAT=json these lines are JSON too, and a generated admin token is not printed:
+  // such logs are shipped and kept, so the token stays in its file.
+  const json = config.logFormat === "json"
+  const say = (message: string) =>
+    json
+      ? Effect.logInfo(message).pipe(Effect.provide(LoggingLive({ format: "json", level: config.logLevel ?? "info" })))
+      : Console.log(message)
+  yield* say(`Canopy is listening on http://localhost:${port} (docs: http://localhost:${port}/docs)`)
+  if (admin.generated && !json) {
+    yield* say(`Admin token (saved to ${config.dataDir}/admin-token): ${Redacted.value(admin.token)}`)
   } else if (Option.isNone(config.adminToken)) {
-    yield* Console.log(`Admin token: see ${config.dataDir}/admin-token`)
+    yield* say(`Admin token: see ${config.dataDir}/admin-token`)
   }
   return yield* Effect.never
 })

@@ -1,4 +1,7 @@
 import { Config, Context, Effect, Layer, Option, Redacted } from "effect"
+import { literal } from "./ConfigLiteral.ts"
+import { type LogFormat, type LogLevelName, logLevels } from "./Logging.ts"
+import { type TracingConfig, tracingConfig } from "./Tracing.ts"
 
 /**
  * Every setting Canopy reads from the environment, in one place (the README lists them).
@@ -30,6 +33,11 @@ export interface AppConfigShape {
   readonly trustedProxies: ReadonlyArray<string>
   /** `GET /metrics` (docs/operations.md); unset: served on the main port without a token. */
   readonly metrics?: MetricsConfig | undefined
+  /** `LOG_FORMAT` (`text` unless `json`) and `LOG_LEVEL` (`info`); absent means the defaults. */
+  readonly logFormat?: LogFormat | undefined
+  readonly logLevel?: LogLevelName | undefined
+  /** OpenTelemetry traces (`OTEL_*` variables, `Tracing.ts`); absent or none means off. */
+  readonly tracing?: Option.Option<TracingConfig> | undefined
   /** Webhook delivery timeout; 30 s (spec) unless a test shortens it. Not read from the environment. */
   readonly webhookTimeoutMs?: number | undefined
 }
@@ -104,7 +112,10 @@ export const appConfig = Effect.gen(function*() {
     trustedProxies: Option.match(yield* nonEmptyString("TRUSTED_PROXIES"), {
       onNone: () => [],
       onSome: (list) => list.split(",").map((entry) => entry.trim()).filter((entry) => entry !== "")
-    })
+    }),
+    logFormat: yield* literal("LOG_FORMAT", ["text", "json"], "text"),
+    logLevel: yield* literal("LOG_LEVEL", logLevels, "info"),
+    tracing: yield* tracingConfig
   }
   return config
 })

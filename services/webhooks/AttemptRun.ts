@@ -1,6 +1,8 @@
 import { Clock, Effect } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { OutboundGuardShape } from "../outbound/OutboundGuard.ts"
+import { clientSpans } from "../platform/ClientSpans.ts"
+import { TraceHandoff } from "../platform/TraceHandoff.ts"
 import type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./Deliveries.ts"
 import { LOG_BODY_BYTES, parseUrl, post, type SendAgents, type SendResult } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
@@ -12,7 +14,9 @@ export const USER_AGENT = `Canopy-Hookshot/${pkg.version}`
 export const buildRequest = (
   target: Pick<WebhookTarget, "url" | "secret" | "contentType">,
   delivery: Pick<QueuedDelivery, "id" | "event" | "payload">,
-  nowMs: number
+  nowMs: number,
+  /** `traceparent` when tracing is on. */
+  traceHeaders?: Readonly<Record<string, string>>
 ) => {
   const body = Buffer.from(
     target.contentType === "application/json" ? delivery.payload : `payload=${encodeURIComponent(delivery.payload)}`
@@ -24,7 +28,8 @@ export const buildRequest = (
     "X-Service-Event": delivery.event,
     "X-Service-Delivery": delivery.id,
     "webhook-id": delivery.id,
-    "webhook-timestamp": String(timestamp)
+    "webhook-timestamp": String(timestamp),
+    ...traceHeaders
   }
   if (target.secret !== null) {
     headers["X-Service-Signature"] = hubSignature(target.secret, body)
@@ -112,6 +117,8 @@ export const sendRun = (
 ): Effect.Effect<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined> =>
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
+    const spans = yield* clientSpans
+    const handoff = yield* TraceHandoff
     const url = parseUrl(target.url)
     const resolved = url instanceof URL ? yield* Effect.result(guard.resolve(url.hostname)) : undefined
     return yield* Effect.callback<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined>((resume) => {
@@ -122,9 +129,14 @@ export const sendRun = (
         if (progress.started >= batch.length) return resume(Effect.succeed(undefined))
         const claimed = batch[progress.started]
         const now = clock.currentTimeMillisUnsafe()
-        const request = buildRequest(target, claimed, now)
+        // A test ping or redelivery continues the trace of the request that queued it.
+        const span = spans !== undefined && url instanceof URL
+          ? spans.start("POST", url, handoff.take(claimed.id))
+          : undefined
+        const request = buildRequest(target, claimed, now, span?.headers)
         const settle = (result: SendResult) => {
           cancel = undefined
+          span?.end(result._tag === "Response" ? { statusCode: result.statusCode } : { error: result.error })
           const outcome = attemptOutcome(target, claimed, now, request, result, delays)
           if (stopped !== undefined) {
             // `progress.started` stays on it: the caller logs `done` and gives back only what follows.

@@ -4,6 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { type Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/webhooks/Webhooks.ts"
 import type { DomainEvent } from "../events/Events.ts"
+import { TraceHandoff } from "../platform/TraceHandoff.ts"
 import { organizationSlugs } from "../tenancy/Tenancy.ts"
 import { Deliveries } from "./Deliveries.ts"
 import { type PayloadOrganization, type PayloadRepository, pingPayload, toWebhookEvent } from "./Payloads.ts"
@@ -32,6 +33,7 @@ export class FanOut extends Context.Service<FanOut, {
       const sql = yield* SqlClient.SqlClient
       const webhooks = yield* Webhooks
       const deliveries = yield* Deliveries
+      const handoff = yield* TraceHandoff
       // Slugs never change: cache them per runner.
       const slugs = new Map<string, string>()
       const loadSlugs = Effect.fnUntraced(function*(orgIds: ReadonlyArray<string>) {
@@ -70,6 +72,7 @@ export class FanOut extends Context.Service<FanOut, {
           )
           // Deleted since it was checked: nothing was queued.
           if (queued.length === 0) return yield* new NotFound({ message: `Webhook '${webhookId}' not found` })
+          yield* handoff.remember(queued[0].id)
           return queued[0]
         })
 

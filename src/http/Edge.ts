@@ -1,4 +1,4 @@
-import { ByteSize, Cause, Effect, Option } from "effect"
+import { ByteSize, Cause, Context, Effect, LogLevel, Option, References } from "effect"
 import {
   Headers,
   HttpIncomingMessage,
@@ -146,12 +146,17 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
   Types.unhandled,
   HttpServerRequest.HttpServerRequest
 > =>
-  Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+  Effect.withFiber((fiber) => {
+    const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const incomingId = request.headers["x-request-id"]
+    // The server span Effect made for this request (when tracing is on and keeps it).
+    const span = fiber.cache.span?._tag === "Span" && fiber.cache.span.sampled ? fiber.cache.span : undefined
     const state: RequestStateShape = {
       requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),
-      rateLimitHeaders: undefined
+      rateLimitHeaders: undefined,
+      span
     }
+    span?.attribute("canopy.request_id", state.requestId)
     const url = request.url
     const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(pathOf(url)) : undefined
     if (limit !== undefined && Number(request.headers["content-length"] ?? 0) > limit) {
@@ -168,15 +173,46 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       const refused = unexpectedQuery(request.method, url.slice(0, queryAt), url.slice(queryAt + 1))
       if (refused !== undefined) return Effect.succeed(finish(refused, url, state))
     }
-    let effect = Effect.provideService(httpEffect, RequestState, state)
+    let effect = Effect.annotateLogs(
+      Effect.provideService(httpEffect, RequestState, state),
+      "requestId",
+      state.requestId
+    )
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }
-    return Effect.map(
+    const started = Date.now()
+    return Effect.flatMap(
       Effect.catchCause(effect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
-      (response) => finish(response, url, state)
+      (response) =>
+        accessLog(request.method, pathOf(url), response.status, started, state, finish(response, url, state))
     )
   }), { global: true })
+
+/**
+ * One debug line per request (`LOG_LEVEL=debug`): method, path without its query (a query may
+ * carry a key, e.g. Sentry's `sentry_key`), status, duration, request and organization ids.
+ */
+const accessLog = (
+  method: string,
+  path: string,
+  status: number,
+  started: number,
+  state: RequestStateShape,
+  response: HttpServerResponse.HttpServerResponse
+) =>
+  Effect.withFiber((fiber) => {
+    if (LogLevel.isGreaterThan(fiber.getRef(References.MinimumLogLevel), "Debug")) return Effect.succeed(response)
+    const annotations: Record<string, unknown> = {
+      requestId: state.requestId,
+      method,
+      path,
+      status,
+      durationMs: Date.now() - started
+    }
+    if (state.orgId !== undefined) annotations.orgId = state.orgId
+    return Effect.as(Effect.annotateLogs(Effect.logDebug("request"), annotations), response)
+  })
 
 const withoutBodyHeaders = (headers: Headers.Headers) =>
   Headers.remove(Headers.remove(headers, "content-type"), "content-length")

@@ -2,6 +2,7 @@ import { Effect } from "effect"
 import * as Http from "node:http"
 import * as Https from "node:https"
 import type { ResolvedAddress } from "../../outbound/OutboundGuard.ts"
+import { withClientSpan } from "../../platform/ClientSpans.ts"
 import { type CheckContext, guardedAddresses, networkFailure, parseUrl } from "./network.ts"
 import { CheckFailure, type CheckSuccess, type CheckTarget, DEFAULT_USER_AGENT } from "./types.ts"
 
@@ -51,8 +52,16 @@ interface HopRequest {
   readonly bodyPolicy: BodyPolicy
 }
 
-/** One HTTP exchange over a connection pinned to the checked addresses. */
-const exchange = (context: CheckContext, hop: HopRequest) =>
+/** One HTTP exchange over a connection pinned to the checked addresses, traced as a client span. */
+const exchange = (context: CheckContext, hop: HopRequest): Effect.Effect<HttpExchange, CheckFailure> =>
+  withClientSpan(
+    hop.method,
+    hop.url,
+    (response: HttpExchange) => response.statusCode,
+    (traceHeaders) => exchangeOnce(context, { ...hop, headers: { ...hop.headers, ...traceHeaders } })
+  )
+
+const exchangeOnce = (context: CheckContext, hop: HopRequest) =>
   Effect.callback<HttpExchange, CheckFailure>((resume) => {
     let settled = false
     let request: Http.ClientRequest | undefined
@@ -101,16 +110,18 @@ const exchange = (context: CheckContext, hop: HopRequest) =>
         })
         response.on("end", () => done(Buffer.concat(chunks)))
         response.on("error", (error) => finish(Effect.fail(networkFailure(error, statusCode))))
-        response.on("aborted", () =>
-          finish(Effect.fail(new CheckFailure({ message: "connection closed during the response body", statusCode }))))
+        response.on(
+          "aborted",
+          () =>
+            finish(Effect.fail(new CheckFailure({ message: "connection closed during the response body", statusCode })))
+        )
       })
     } catch (error) {
       finish(Effect.fail(networkFailure(error)))
       return
     }
     const sent = request
-    sent.on("error", (error) =>
-      finish(Effect.fail(networkFailure(error))))
+    sent.on("error", (error) => finish(Effect.fail(networkFailure(error))))
     sent.end(hop.body)
     return Effect.sync(() => {
       settled = true

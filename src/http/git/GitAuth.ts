@@ -5,6 +5,7 @@ import type { Pusher } from "../../../services/git/RefUpdates.ts"
 import { type RepoRecord, Repositories } from "../../../services/git/Repositories.ts"
 import { ApiKeys, type Principal } from "../../../services/tenancy/ApiKeys.ts"
 import { errorResponse } from "../ErrorResponse.ts"
+import { noteOrganization } from "../RequestState.ts"
 
 /** A caller allowed to do what it asked on a repository. */
 export interface GitAccess {
@@ -71,6 +72,7 @@ export const authorizeGit = (
     const principal = yield* keys.authenticate(password.value).pipe(
       Effect.mapError(() => challenge("Invalid credentials"))
     )
+    yield* noteOrganization(principal.org.id)
     if (Option.isSome(moved) && moved.value.orgId === principal.org.id) {
       return yield* Effect.fail(redirectTo(moved.value))
     }

@@ -3,6 +3,7 @@ import type { HttpServerRequest } from "effect/http"
 import * as Zlib from "node:zlib"
 import type { ApiScope } from "../../../schemas/tenancy/Tenancy.ts"
 import type { ApiKeys, Principal } from "../../../services/tenancy/ApiKeys.ts"
+import { noteOrganization } from "../RequestState.ts"
 
 /**
  * What the ingest routes share (ours and Sentry's): reading a possibly compressed body
@@ -66,7 +67,10 @@ const needScope = (principal: Principal, scope: ApiScope) =>
 const unauthorized = (message: string) => refuse(401, "unauthorized", message)
 
 const authenticateKey = (keys: ApiKeys["Service"], secret: string) =>
-  Effect.mapError(keys.authenticate(secret), () => unauthorized("Missing, malformed, unknown or revoked API key"))
+  keys.authenticate(secret).pipe(
+    Effect.mapError(() => unauthorized("Missing, malformed, unknown or revoked API key")),
+    Effect.tap((principal) => noteOrganization(principal.org.id))
+  )
 
 /**
  * `Authorization: Bearer <key>`, or `X-Service-DSN: https://<key>@<host>/<org-slug>` whose

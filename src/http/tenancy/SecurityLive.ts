@@ -8,7 +8,7 @@ import { PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts
 import { type QuotaDecision, RequestQuota } from "../../../services/ratelimits/RequestQuota.ts"
 import { ApiKeys } from "../../../services/tenancy/ApiKeys.ts"
 import { clientIp } from "../Edge.ts"
-import { RequestState } from "../RequestState.ts"
+import { noteOrganization, RequestState } from "../RequestState.ts"
 import {
   AdminAuthentication,
   Authentication,
@@ -61,7 +61,14 @@ export const AuthenticationLive = Layer.effect(
                 if (Option.isSome(required) && !principal.scopes.includes(required.value)) {
                   return Effect.fail(new Forbidden({ message: `This key lacks the '${required.value}' scope` }))
                 }
-                return Effect.provideService(httpEffect, CurrentPrincipal, principal)
+                return Effect.andThen(
+                  noteOrganization(principal.org.id),
+                  Effect.annotateLogs(
+                    Effect.provideService(httpEffect, CurrentPrincipal, principal),
+                    "orgId",
+                    principal.org.id
+                  )
+                )
               })
             )
           )

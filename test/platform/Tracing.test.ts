@@ -1,0 +1,270 @@
+import { describe, expect, it } from "@effect/vitest"
+import { ConfigProvider, Effect, Option, Redacted, Tracer } from "effect"
+import { keepsTraceId, samplingTracer } from "../../services/platform/Sampling.ts"
+import { tracingConfig } from "../../services/platform/Tracing.ts"
+import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { eventually } from "../support/wait.ts"
+import { startReceiver } from "../webhooks/receiver.ts"
+import { ancestors, type ReceivedSpan, startOtlpReceiver, tracingTo } from "./otlpReceiver.ts"
+
+const SERVER = 2
+const CLIENT = 3
+
+const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
+const parentId = "00f067aa0ba902b7"
+
+const serverSpanOf = (spans: ReadonlyArray<ReceivedSpan>, requestId: string) =>
+  spans.find((span) => span.kind === SERVER && span.attributes["canopy.request_id"] === requestId)
+
+describe("OpenTelemetry traces over OTLP/HTTP", () => {
+  it.live("a request that reaches SQL: a server span with the request id, and SQL spans under it in its trace", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "traced" })
+      const me = yield* request(`${app.baseUrl}/api/v1/me`, { token: key })
+      const monitors = yield* request(`${app.baseUrl}/api/v1/monitors`, { token: key })
+      expect(monitors.status).toBe(200)
+      const requestId = monitors.headers.get("x-request-id")!
+
+      const server = yield* eventually(
+        "the server span",
+        Effect.sync(() => serverSpanOf(otlp.spans, requestId)),
+        (span) => span !== undefined
+      )
+      expect(server!.serviceName).toBe("canopy")
+      expect(server!.attributes["http.response.status_code"]).toBe(200)
+      expect(server!.attributes["canopy.org_id"]).toBe(me.body.org.id)
+      // Listing reads the table: SQL statements inside the request's trace, under its server span.
+      const sqlUnder = () =>
+        otlp.spans.filter((span) =>
+          span.traceId === server!.traceId && span.kind === CLIENT &&
+          typeof span.attributes["db.query.text"] === "string" &&
+          ancestors(otlp.spans, span).some((ancestor) => ancestor.spanId === server!.spanId)
+        )
+      const sql = yield* eventually("an SQL span in the trace", Effect.sync(sqlUnder), (found) => found.length > 0)
+      // …reached through a named service span (`Effect.fn`), not straight from the server span.
+      const chain = ancestors(otlp.spans, sql[0]).map((span) => span.name)
+      expect(chain).toContain("Monitors.list")
+      // The exporter sends OTEL_EXPORTER_OTLP_HEADERS.
+      expect(otlp.posts[0].authorization).toBe("Bearer otlp-test-token")
+    }))
+
+  it.live("an incoming traceparent: the request's spans join that trace under the caller's span", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const health = yield* request(`${app.baseUrl}/healthz`, {
+        headers: { traceparent: `00-${traceId}-${parentId}-01` }
+      })
+      expect(health.status).toBe(200)
+      const server = yield* eventually(
+        "the server span",
+        Effect.sync(() => serverSpanOf(otlp.spans, health.headers.get("x-request-id")!)),
+        (span) => span !== undefined
+      )
+      expect(server!.traceId).toBe(traceId)
+      expect(server!.parentSpanId).toBe(parentId)
+    }))
+
+  it.live("a webhook's test ping carries a traceparent in the trace of the request that sent it", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const receiver = yield* startReceiver()
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "hooked", plan: "enterprise" })
+      const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
+        method: "POST",
+        token: key,
+        body: { url: receiver.url(), events: ["*"] }
+      })
+      expect(created.status).toBe(201)
+      const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
+        method: "POST",
+        token: key,
+        headers: { traceparent: `00-${traceId}-${parentId}-01` }
+      })
+      expect(ping.status).toBe(202)
+      yield* eventually("the ping", Effect.sync(() => receiver.on("/hook")), (received) => received.length > 0)
+      const header = String(receiver.on("/hook")[0].headers.traceparent)
+      expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      expect(header.split("-")[1]).toBe(traceId)
+      // The span it names is the delivery's client span, exported in the same trace.
+      const client = yield* eventually(
+        "the delivery's client span",
+        Effect.sync(() => otlp.spans.find((span) => span.spanId === header.split("-")[2])),
+        (span) => span !== undefined
+      )
+      expect(client!.kind).toBe(CLIENT)
+      expect(client!.traceId).toBe(traceId)
+      expect(client!.attributes["http.response.status_code"]).toBe(200)
+    }))
+
+  it.live("a monitor's HTTP check sends a traceparent naming its exported client span; none when tracing is off", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const target = yield* startReceiver()
+      const monitorOn = (baseUrl: string, path: string) =>
+        Effect.gen(function*() {
+          const { key } = yield* bootstrapOrg(baseUrl, { slug: `mon${path.slice(1)}` })
+          const created = yield* request(`${baseUrl}/api/v1/monitors`, {
+            method: "POST",
+            token: key,
+            body: { name: "traced", url: target.url(path), frequency: 60 }
+          })
+          expect(created.status).toBe(201)
+          const [check] = yield* eventually(
+            "the first check",
+            Effect.sync(() => target.on(path)),
+            (hits) => hits.length > 0
+          )
+          return check
+        })
+
+      const traced = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const check = yield* monitorOn(traced.baseUrl, "/on")
+      const header = String(check.headers.traceparent)
+      expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+      const client = yield* eventually(
+        "the check's client span",
+        Effect.sync(() => otlp.spans.find((span) => span.spanId === header.split("-")[2])),
+        (span) => span !== undefined
+      )
+      expect(client).toMatchObject({ kind: CLIENT, name: "GET", traceId: header.split("-")[1] })
+      expect(client!.attributes).toMatchObject({ "server.address": "127.0.0.1", "http.response.status_code": 200 })
+      // Only the host: a check URL's path or query may hold a token.
+      expect(JSON.stringify(client!.attributes)).not.toContain("/on")
+      yield* traced.stop
+
+      const untraced = yield* startApp()
+      expect((yield* monitorOn(untraced.baseUrl, "/off")).headers.traceparent).toBeUndefined()
+    }))
+
+  it.live("sampled at ratio 0: nothing is sent, though the exporter flushes on stop", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({
+        tracing: tracingTo(otlp.url, { sampler: { parentBased: true, root: "ratio", ratio: 0 } })
+      })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "unsampled" })
+      for (let i = 0; i < 5; i++) expect((yield* request(`${app.baseUrl}/api/v1/me`, { token: key })).status).toBe(200)
+      // Stopping closes the exporter's scope, which sends whatever was batched.
+      yield* app.stop
+      expect(otlp.spans).toEqual([])
+      expect(otlp.posts).toEqual([])
+    }))
+})
+
+describe("sampling", () => {
+  const recorder = () => {
+    const decisions: Array<boolean> = []
+    const tracer = Tracer.make({
+      span: (options) => {
+        decisions.push(options.sampled)
+        return Tracer.nativeTracer.span(options)
+      }
+    })
+    return { decisions, tracer }
+  }
+  const options = (parent: Option.Option<Tracer.AnySpan>) => ({
+    name: "x",
+    parent,
+    annotations: Tracer.externalSpan({ traceId, spanId: parentId }).annotations,
+    links: [],
+    startTime: 0n,
+    kind: "server" as const,
+    root: false,
+    sampled: Option.isNone(parent) || parent.value.sampled
+  })
+  const remote = (sampled: boolean) => Option.some(Tracer.externalSpan({ traceId, spanId: parentId, sampled }))
+
+  it("a trace id is kept below the ratio, by its low bits, the same way every time", () => {
+    expect(keepsTraceId("00000000000000000000000000000000", 0.5)).toBe(true)
+    expect(keepsTraceId("ffffffffffffffffffffffffffffffff", 0.5)).toBe(false)
+    expect(keepsTraceId("ffffffffffffffffffffffffffffffff", 1)).toBe(true)
+    expect(keepsTraceId("00000000000000000000000000000000", 0)).toBe(false)
+  })
+
+  it("parent-based samplers follow the caller's flag; the others decide for themselves", () => {
+    const { decisions, tracer } = recorder()
+    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(remote(true)))
+    samplingTracer(tracer, { parentBased: true, root: "on", ratio: 1 }).span(options(remote(false)))
+    samplingTracer(tracer, { parentBased: false, root: "on", ratio: 1 }).span(options(remote(false)))
+    samplingTracer(tracer, { parentBased: false, root: "off", ratio: 1 }).span(options(remote(true)))
+    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(Option.none()))
+    expect(decisions).toEqual([true, false, true, false, false])
+  })
+})
+
+describe("configuration from the OpenTelemetry variables", () => {
+  const read = (env: Record<string, string>) =>
+    tracingConfig.pipe(Effect.provideService(ConfigProvider.ConfigProvider, ConfigProvider.fromEnv({ env })))
+
+  it.effect("off without an endpoint, or when disabled", () =>
+    Effect.gen(function*() {
+      expect(Option.isNone(yield* read({}))).toBe(true)
+      expect(Option.isNone(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_SDK_DISABLED: "true" })))
+        .toBe(true)
+      expect(Option.isNone(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_EXPORTER: "none" })))
+        .toBe(true)
+    }))
+
+  it.effect("defaults: service canopy, protobuf, parent-based always on; /v1/traces appended to the base URL", () =>
+    Effect.gen(function*() {
+      const config = Option.getOrThrow(yield* read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://collector:4318/" }))
+      expect(config.url).toBe("http://collector:4318/v1/traces")
+      expect(config.serviceName).toBe("canopy")
+      expect(config.protocol).toBe("http/protobuf")
+      expect(config.sampler).toEqual({ parentBased: true, root: "on", ratio: 1 })
+      expect(Redacted.value(config.headers)).toEqual({})
+    }))
+
+  it.effect("every variable honoured; OTEL_TRACES_SAMPLER_ARG alone means parent-based ratio", () =>
+    Effect.gen(function*() {
+      const config = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: "https://vendor.example/otlp/traces",
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://ignored:4318",
+          OTEL_SERVICE_NAME: "canopy-eu",
+          OTEL_EXPORTER_OTLP_HEADERS: "x-api-key=abc%3D%3D,tenant=t1",
+          OTEL_EXPORTER_OTLP_PROTOCOL: "http/json",
+          OTEL_TRACES_SAMPLER_ARG: "0.1",
+          OTEL_BSP_SCHEDULE_DELAY: "250"
+        })
+      )
+      expect(config.url).toBe("https://vendor.example/otlp/traces")
+      expect(config.serviceName).toBe("canopy-eu")
+      expect(Redacted.value(config.headers)).toEqual({ "x-api-key": "abc==", tenant: "t1" })
+      expect(config.protocol).toBe("http/json")
+      expect(config.sampler).toEqual({ parentBased: true, root: "ratio", ratio: 0.1 })
+      expect(config.exportIntervalMs).toBe(250)
+      const plain = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+          OTEL_TRACES_SAMPLER: "traceidratio",
+          OTEL_TRACES_SAMPLER_ARG: "0.5"
+        })
+      )
+      expect(plain.sampler).toEqual({ parentBased: false, root: "ratio", ratio: 0.5 })
+    }))
+
+  it.effect("an unknown sampler or a ratio that is no number is a configuration error; empty means unset", () =>
+    Effect.gen(function*() {
+      const error = yield* Effect.flip(read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER: "x" }))
+      expect(String(error.message)).toContain("parentbased_traceidratio")
+      const ratio = yield* Effect.flip(
+        read({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318", OTEL_TRACES_SAMPLER_ARG: "a" })
+      )
+      expect(String(ratio.message)).toContain("OTEL_TRACES_SAMPLER_ARG")
+      const empty = Option.getOrThrow(
+        yield* read({
+          OTEL_EXPORTER_OTLP_ENDPOINT: "http://c:4318",
+          OTEL_TRACES_SAMPLER: "",
+          OTEL_TRACES_SAMPLER_ARG: "",
+          OTEL_EXPORTER_OTLP_PROTOCOL: ""
+        })
+      )
+      expect(empty.sampler).toEqual({ parentBased: true, root: "on", ratio: 1 })
+      expect(empty.protocol).toBe("http/protobuf")
+    }))
+})
