@@ -45,7 +45,7 @@ export {
   organizationSlugs,
   organizationStorageOverrideExpression
 } from "./OrganizationRows.ts"
-export { userIdentity, userIdsByUsername } from "./UserRows.ts"
+export { userDirectory, userIdentity, userIdsByUsername } from "./UserRows.ts"
 
 /** The row a write returned (a write that returns nothing is a bug). */
 const returnedRow = <A>(rows: ReadonlyArray<A>) =>
