@@ -1,12 +1,11 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
-import { appendStatement, Events, type NewDomainEvent } from "../events/Events.ts"
+import { Events, type NewDomainEvent } from "../events/Events.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import type { CheckResult, CheckTarget } from "./checks/Checker.ts"
-import { insertHeartbeat, lastSlotAt as lastHeartbeatSlot } from "./HeartbeatRows.ts"
+import { heartbeatRecorded, insertHeartbeat, lastSlotAt as lastHeartbeatSlot, recordCheck } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
 import type { MonitorRecord, MonitorSchedule, ShardedSchedule } from "./MonitorRows.ts"
 import { type MonitorStatus, nextSlot, type Transition, transition } from "./MonitorState.ts"
@@ -68,9 +67,6 @@ export const toCheckTarget = (monitor: MonitorRecord): CheckTarget => ({
   dnsRecordType: monitor.dnsRecordType ?? undefined,
   expectedValue: monitor.expectedValue ?? undefined
 })
-
-/** The recording statement's answer: 1 if the heartbeat was new, 0 for a replay. */
-const RecordedRow = Schema.Struct({ recorded: Schema.Int })
 
 const make = Effect.gen(function*() {
   const sql = yield* SqlClient.SqlClient
@@ -176,7 +172,7 @@ const make = Effect.gen(function*() {
         error: result.error ?? null,
         region
       })
-      const recorded = sql.literal("EXISTS (SELECT 1 FROM heartbeat)")
+      const recorded = heartbeatRecorded(sql)
       // Uptime (see Uptime.ts): close the open interval [status_since, checkedAt) in the
       // status held so far, count this attempt in its hour, and open the next interval.
       const rollup = stale ? undefined : accountIntervalStatement(sql, {
@@ -197,12 +193,7 @@ const make = Effect.gen(function*() {
       // In the same transaction: the events commit with the heartbeat or not at all. No
       // NOTIFY in it (it would serialise every check's commit cluster-wide): readers are
       // woken once it committed (`notifyCommitted`).
-      const [row] = yield* sql`
-        WITH heartbeat AS (${heartbeat}),
-        ${rollup === undefined ? sql.literal("") : sql`rollup AS (${rollup}),`}
-        ${status === undefined ? sql.literal("") : sql`status AS (${status}),`}
-        appended AS (${appendStatement(sql, published, recorded)})
-        SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`.pipe(decodeRows(RecordedRow))
+      const [row] = yield* recordCheck(sql, { heartbeat, rollup, status, events: published })
       if (row.recorded === 0) return { _tag: "Skipped", reason: "duplicate" } as const
       return { _tag: "Recorded", transition: applied, status: applied.status } as const
     })).pipe(Effect.tap((outcome) => outcome._tag === "Recorded" ? events.notifyCommitted : Effect.void))

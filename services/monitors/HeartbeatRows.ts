@@ -2,6 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { type Heartbeat, HeartbeatStatus } from "../../schemas/monitors/Monitors.ts"
+import { appendStatement, type NewDomainEvent } from "../events/Events.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
@@ -117,3 +118,29 @@ export const deleteHeartbeatsBefore = (sql: SqlClient.SqlClient, monitorIds: Rea
     decodeRows(Schema.Struct({ n: Int8 })),
     Effect.map((rows) => rows[0]?.n ?? 0)
   )
+
+/** Whether the heartbeat of `recordCheck` was new: the condition of the statement's other parts. */
+export const heartbeatRecorded = (sql: SqlClient.SqlClient) => sql.literal("EXISTS (SELECT 1 FROM heartbeat)")
+
+const RecordedRow = Schema.Struct({ recorded: Schema.Int })
+
+/**
+ * A check as one statement (one round trip): the heartbeat insert and, each conditional on
+ * `heartbeatRecorded`, the uptime rollup, the monitor's status and the events; answers
+ * whether the heartbeat was new (1) or a duplicate (0).
+ */
+export const recordCheck = (
+  sql: SqlClient.SqlClient,
+  parts: {
+    readonly heartbeat: Statement.Fragment
+    readonly rollup: Statement.Fragment | undefined
+    readonly status: Statement.Fragment | undefined
+    readonly events: ReadonlyArray<NewDomainEvent>
+  }
+) =>
+  sql`
+    WITH heartbeat AS (${parts.heartbeat}),
+    ${parts.rollup === undefined ? sql.literal("") : sql`rollup AS (${parts.rollup}),`}
+    ${parts.status === undefined ? sql.literal("") : sql`status AS (${parts.status}),`}
+    appended AS (${appendStatement(sql, parts.events, heartbeatRecorded(sql))})
+    SELECT (SELECT count(*) FROM heartbeat)::int AS recorded`.pipe(decodeRows(RecordedRow))
