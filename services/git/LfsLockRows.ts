@@ -2,6 +2,7 @@ import { Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { decodeRows } from "../platform/Rows.ts"
+import { userDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `lfs_locks` table: its rows and every statement on it (`LfsLocks` is its one owner).
@@ -20,7 +21,9 @@ export type LockRow = typeof LockRow.Type
 
 /** A repository's locks by `rest` (`AND …`, `ORDER BY …`), decoded. */
 export const findLocks = (sql: SqlClient.SqlClient, repoId: string, rest: Statement.Fragment) =>
-  sql`SELECT l.id, l.path, l.owner_id, u.username, l.created_at FROM lfs_locks l JOIN users u ON u.id = l.owner_id
+  sql`SELECT l.id, l.path, l.owner_id, u.username, l.created_at FROM lfs_locks l JOIN ${
+    userDirectory(sql)
+  } u ON u.id = l.owner_id
       WHERE l.repo_id = ${repoId} ${rest}`.pipe(decodeRows(LockRow))
 
 /** Locks a path (a unique violation: the path is locked already). */

@@ -22,6 +22,8 @@ import { branchRefs, tagRefs } from "./RefRows.ts"
 
 /** Where a branch of a repository points, read in the caller's transaction (pull requests' heads). */
 export { branchSha } from "./RefRows.ts"
+/** The live repositories' stale settings as a relation to join (pulls' stale sweep). */
+export { repositoryStaleSettings } from "./RepositoryRows.ts"
 import {
   dropRedirect,
   findLiveRepositories,

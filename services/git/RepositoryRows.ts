@@ -3,6 +3,7 @@ import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Visibility } from "../../schemas/git/Repositories.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
+import { organizationDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `repositories` table: its row and every statement that writes it (the table's one
@@ -36,13 +37,13 @@ export type RepositoryRow = typeof RepositoryRow.Type
 /** Live repositories (not in the trash) by `rest` (`AND …`, `ORDER BY …`), decoded. */
 export const findLiveRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
   sql`
-    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE r.deleted_at IS NULL ${rest}`.pipe(decodeRows(RepositoryRow))
 
 /** Repositories in the trash by `rest` (`AND …`, `ORDER BY …`), decoded. */
 export const findTrashedRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
   sql`
-    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE r.deleted_at IS NOT NULL ${rest}`.pipe(decodeRows(RepositoryRow))
 
 export interface NewRepositoryRow {
@@ -130,7 +131,7 @@ export const findRedirect = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug
   sql`
     SELECT r.*, o.slug AS org_slug FROM repo_redirects d
     JOIN repositories r ON r.id = d.repo_id AND r.deleted_at IS NULL
-    JOIN organizations o ON o.id = r.org_id
+    JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE d.org_slug = ${orgSlug} AND d.repo_slug = ${repoSlug.toLowerCase()}`.pipe(
     decodeRows(RepositoryRow),
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
@@ -193,3 +194,10 @@ export const organizationStorage = (sql: SqlClient.SqlClient, orgId: string) =>
     decodeRows(StorageSums),
     Effect.map((rows) => rows[0])
   )
+
+/**
+ * The live repositories' stale pull request settings, as pulls joins them:
+ * `JOIN ${repositoryStaleSettings(sql)} r ON r.id = …` (pulled up by Postgres: one query).
+ */
+export const repositoryStaleSettings = (sql: SqlClient.SqlClient) =>
+  sql`(SELECT id, stale_enabled, stale_warn_days, stale_close_days FROM repositories WHERE deleted_at IS NULL)`

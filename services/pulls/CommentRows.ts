@@ -3,6 +3,7 @@ import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Suggestion } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { userDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `pr_comments` and `pr_suggestions` tables: their rows and every statement on them
@@ -48,7 +49,7 @@ export const findComments = (sql: SqlClient.SqlClient, rest: Statement.Fragment)
   sql`
     SELECT c.*, u.username, u.name, u.email,
       (SELECT to_jsonb(s) FROM pr_suggestions s WHERE s.comment_id = c.id LIMIT 1) AS suggestion
-    FROM pr_comments c LEFT JOIN users u ON u.id = c.author_id ${rest}`.pipe(decodeRows(CommentRow))
+    FROM pr_comments c LEFT JOIN ${userDirectory(sql)} u ON u.id = c.author_id ${rest}`.pipe(decodeRows(CommentRow))
 
 export interface NewCommentRow {
   readonly id: string

@@ -125,3 +125,9 @@ export const organizationStorageOverrideExpression = (sql: SqlClient.SqlClient, 
 
 export const organizationPlanExpression = (sql: SqlClient.SqlClient, id: string | Statement.Fragment) =>
   sql`(SELECT plan FROM organizations WHERE id = ${id})`
+
+/**
+ * The organizations as other features join them (id, slug): `JOIN ${organizationDirectory(sql)} o
+ * ON o.id = …`. Postgres pulls the subquery up, so the join plans as one on `organizations`.
+ */
+export const organizationDirectory = (sql: SqlClient.SqlClient) => sql`(SELECT id, slug FROM organizations)`

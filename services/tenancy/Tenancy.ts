@@ -37,6 +37,7 @@ export {
   roleInOrganization
 } from "./MembershipRows.ts"
 export {
+  organizationDirectory,
   type OrganizationName,
   organizationNameById,
   organizationNameBySlug,
