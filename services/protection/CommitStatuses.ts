@@ -5,6 +5,7 @@ import { CommitStatusEvent, type StatusState } from "../../schemas/protection/Co
 import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { commitStatusById, commitStatusesOf, insertCommitStatus, latestStatuses, toStatus } from "./CommitStatusRows.ts"
 
 /** GitHub's combined state: any failure or error fails, any pending is pending, else success. */
@@ -45,19 +46,22 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
         function*(repo: RepoRecord, sha: string, creatorId: string | null, input: CreateCommitStatus) {
           const id = makeId("status")
           const context = input.context ?? DEFAULT_CONTEXT
-          yield* sql.withTransaction(Effect.gen(function*() {
-            yield* insertCommitStatus(sql, {
-              id,
-              repoId: repo.id,
-              sha,
-              state: input.state,
-              context,
-              description: input.description ?? null,
-              targetUrl: input.targetUrl ?? null,
-              creatorId
+          yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              yield* insertCommitStatus(sql, {
+                id,
+                repoId: repo.id,
+                sha,
+                state: input.state,
+                context,
+                description: input.description ?? null,
+                targetUrl: input.targetUrl ?? null,
+                creatorId
+              })
+              yield* publish(CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state }))
             })
-            yield* publish(CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state }))
-          })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          )
           const [row] = yield* commitStatusById(sql, id).pipe(Effect.orDie)
           return toStatus(row)
         }

@@ -10,7 +10,7 @@ import type {
 } from "../../schemas/tenancy/Tenancy.ts"
 import { OrgUpdatedEvent } from "../../schemas/tenancy/Tenancy.ts"
 import { publish } from "../events/Events.ts"
-import { isUniqueViolation } from "../platform/Rows.ts"
+import { inTransaction, isUniqueViolation } from "../platform/Rows.ts"
 import { memberByUsername, upsertMembership } from "./MembershipRows.ts"
 import {
   allOrganizations,
@@ -96,9 +96,10 @@ export class Tenancy extends Context.Service<Tenancy, {
             storageLimitBytes: input.storageLimitBytes
           })
           // Runners cache the plan with each key lookup; the event tells them to drop it.
-          const rows = yield* sql.withTransaction(
+          const rows = yield* inTransaction(
+            sql,
             Effect.tap(update, () => publish(OrgUpdatedEvent.make(current.id, { slug })))
-          ).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+          )
           return toOrganization(yield* returnedRow(rows))
         }
       )
