@@ -26,8 +26,6 @@ const sqlNotYetInRows = [
   "services/ai/ReviewRunner.ts",
   "services/ai/AiSuggestions.ts",
   "services/ai/AiReviews.ts",
-  "services/incidents/Incidents.ts",
-  "services/incidents/MonitorLinks.ts",
   "services/pulls/PullRequests.ts",
   "services/pulls/Reviews.ts",
   "services/pulls/Comments.ts",
