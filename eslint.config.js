@@ -29,12 +29,7 @@ const sqlNotYetInRows = [
   "services/pulls/PullRequests.ts",
   "services/pulls/Reviews.ts",
   "services/pulls/Comments.ts",
-  "services/ci/RunExecution.ts",
-  "services/git/Repositories.ts",
-  "services/git/StorageQuota.ts",
-  "services/git/Transfers.ts",
-  "services/git/RepositoryLifecycle.ts",
-  "services/git/LfsLocks.ts"
+  "services/ci/RunExecution.ts"
 ]
 
 export default tseslint.config(

@@ -34,3 +34,30 @@ export const insertLock = (
   sql`INSERT INTO lfs_locks (id, repo_id, path, owner_id) VALUES (${lock.id}, ${lock.repoId}, ${lock.path}, ${lock.ownerId})`
 
 export const deleteLock = (sql: SqlClient.SqlClient, id: string) => sql`DELETE FROM lfs_locks WHERE id = ${id}`
+
+/** The repository's lock of `path` (a list of one, or none). */
+export const lockByPath = (sql: SqlClient.SqlClient, repoId: string, path: string) =>
+  findLocks(sql, repoId, sql`AND l.path = ${path}`)
+
+export const lockById = (sql: SqlClient.SqlClient, repoId: string, id: string) =>
+  findLocks(sql, repoId, sql`AND l.id = ${id}`)
+
+/** A page of the repository's locks, oldest first, optionally of one path or id; one more than `limit` tells a next page. */
+export const lockPage = (
+  sql: SqlClient.SqlClient,
+  repoId: string,
+  page: {
+    readonly path?: string | undefined
+    readonly id?: string | undefined
+    readonly limit: number
+    readonly offset: number
+  }
+) => {
+  const pathIs = page.path === undefined ? sql`` : sql`AND l.path = ${page.path}`
+  const idIs = page.id === undefined ? sql`` : sql`AND l.id = ${page.id}`
+  return findLocks(
+    sql,
+    repoId,
+    sql`${pathIs} ${idIs} ORDER BY l.created_at, l.id LIMIT ${page.limit + 1} OFFSET ${page.offset}`
+  )
+}
