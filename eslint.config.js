@@ -26,9 +26,6 @@ const sqlNotYetInRows = [
   "services/ai/ReviewRunner.ts",
   "services/ai/AiSuggestions.ts",
   "services/ai/AiReviews.ts",
-  "services/pulls/PullRequests.ts",
-  "services/pulls/Reviews.ts",
-  "services/pulls/Comments.ts",
   "services/ci/RunExecution.ts"
 ]
 

@@ -142,3 +142,9 @@ export const dismissSuggestion = (sql: SqlClient.SqlClient, id: string, reason: 
   sql`
     UPDATE pr_suggestions SET state = 'dismissed', dismiss_reason = ${reason}
     WHERE id = ${id} AND state = 'open' RETURNING id`
+
+/** A pull request's comments, oldest first. */
+export const commentsOf = (sql: SqlClient.SqlClient, prId: string) =>
+  findComments(sql, sql`WHERE c.pr_id = ${prId} ORDER BY c.created_at, c.id`)
+
+export const commentById = (sql: SqlClient.SqlClient, id: string) => findComments(sql, sql`WHERE c.id = ${id}`)

@@ -309,3 +309,9 @@ export const staleStepDue = (sql: SqlClient.SqlClient, horizon: Date) =>
       AND CASE WHEN p.stale_warned_at IS NULL
         THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
         ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`.pipe(decodeRows(IdRow))
+
+/** A repository's pull requests, newest first: all, or those in `state`. */
+export const pullRequestsOf = (sql: SqlClient.SqlClient, repoId: string, state: string | undefined) => {
+  const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
+  return findPullRequests(sql, sql`WHERE p.repo_id = ${repoId} ${filter} ORDER BY p.number DESC`)
+}

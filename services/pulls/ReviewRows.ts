@@ -110,3 +110,10 @@ export const codeOwnerRequests = (sql: SqlClient.SqlClient, prId: string) =>
     decodeRows(RequestedRow),
     Effect.map((rows) => rows.map((row) => row.user_id))
   )
+
+export const reviewById = (sql: SqlClient.SqlClient, prId: string, id: string) =>
+  findReviews(sql, sql`WHERE r.pr_id = ${prId} AND r.id = ${id}`)
+
+/** A pull request's reviews, oldest first. */
+export const reviewsOf = (sql: SqlClient.SqlClient, prId: string) =>
+  findReviews(sql, sql`WHERE r.pr_id = ${prId} ORDER BY r.created_at, r.id`)
