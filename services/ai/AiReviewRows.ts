@@ -109,3 +109,11 @@ export const strandedReviews = (sql: SqlClient.SqlClient, before: Date) =>
   sql`SELECT id, pr_id FROM ai_reviews WHERE status = 'queued' AND created_at < ${before} LIMIT 100`.pipe(
     decodeRows(Schema.Struct({ id: Schema.String, pr_id: Schema.String }))
   )
+
+const IdRow = Schema.Struct({ id: Schema.String })
+
+/** Up to 100 reviews still `running` that started before `before` (their runner is gone). */
+export const abandonedReviews = (sql: SqlClient.SqlClient, before: Date) =>
+  sql`
+    SELECT id FROM ai_reviews WHERE status = 'running'
+      AND started_at < ${before} LIMIT 100`.pipe(decodeRows(IdRow))

@@ -4,7 +4,7 @@ import { AiReviewSuggestionApplied } from "../../schemas/ai/AiReviewEvents.ts"
 import type { AiSuggestion } from "../../schemas/ai/AiReviews.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { refuseArchived } from "../git/Repositories.ts"
-import { dismissSuggestion, findAiSuggestions } from "../pulls/Comments.ts"
+import { aiSuggestionById, dismissSuggestion } from "../pulls/Comments.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import { Suggestions } from "../pulls/Suggestions.ts"
 import type { Actor } from "../tenancy/Actor.ts"
@@ -35,7 +35,7 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
       const suggestions = yield* Suggestions
 
       const one = (id: string) =>
-        findAiSuggestions(sql, sql`WHERE s.id = ${id} AND s.source = 'ai'`).pipe(
+        aiSuggestionById(sql, id).pipe(
           Effect.orDie,
           Effect.map((rows) => Option.fromNullishOr(rows[0]))
         )

@@ -7,7 +7,7 @@ import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
-import { findAiSuggestions, insertComment, insertSuggestion } from "../pulls/Comments.ts"
+import { aiSuggestionsOfPull, insertComment, insertSuggestion } from "../pulls/Comments.ts"
 import { diffAgainstMergeBase, parseDiff } from "../pulls/PullDiff.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import {
@@ -74,7 +74,7 @@ export class ReviewRun extends Context.Service<ReviewRun, {
         Effect.gen(function*() {
           const config = yield* settingsService.reviewConfig(pull.repo)
           const files = yield* readDiff(pull, review.head_sha)
-          const earlier = yield* findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(
+          const earlier = yield* aiSuggestionsOfPull(sql, pull.row.id).pipe(
             Effect.orDie
           )
           const prior: Array<PriorComment> = earlier.map((s) => ({

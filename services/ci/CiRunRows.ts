@@ -277,3 +277,10 @@ export const failRunningJobs = (sql: SqlClient.SqlClient, runId: string, message
     UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
       minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int
     WHERE run_id = ${runId} AND status = 'running'`
+
+/** Ends the run's running jobs as errors with `message`, billing at least a minute each. */
+export const abandonRunningJobs = (sql: SqlClient.SqlClient, runId: string, message: string) =>
+  sql`
+    UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
+      minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int
+    WHERE run_id = ${runId} AND status = 'running'`

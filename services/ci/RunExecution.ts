@@ -7,6 +7,7 @@ import { type RepoRecord, Repositories } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import {
+  abandonRunningJobs,
   appendLog,
   completeJob,
   completeRun,
@@ -261,10 +262,7 @@ export class RunExecution extends Context.Service<RunExecution, {
             }).pipe(Effect.ignore)))
 
       const abandonWith = Effect.fnUntraced(function*(repo: RepoRecord | undefined, runId: string, message: string) {
-        yield* sql`
-          UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
-            minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int
-          WHERE run_id = ${runId} AND status = 'running'`.pipe(Effect.orDie)
+        yield* abandonRunningJobs(sql, runId, message).pipe(Effect.orDie)
         yield* finish(repo, runId, "error", message, null)
       })
 

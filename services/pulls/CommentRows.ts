@@ -138,6 +138,24 @@ export const findAiSuggestions = (sql: SqlClient.SqlClient, rest: Statement.Frag
     SELECT s.*, c.body FROM pr_suggestions s LEFT JOIN pr_comments c ON c.id = s.comment_id
     ${rest}`.pipe(decodeRows(AiSuggestionRow))
 
+/** The AI suggestion `id` (a list of one, or none). */
+export const aiSuggestionById = (sql: SqlClient.SqlClient, id: string) =>
+  findAiSuggestions(sql, sql`WHERE s.id = ${id} AND s.source = 'ai'`)
+
+/** The AI suggestions of a pull request. */
+export const aiSuggestionsOfPull = (sql: SqlClient.SqlClient, prId: string) =>
+  findAiSuggestions(sql, sql`WHERE s.pr_id = ${prId} AND s.source = 'ai'`)
+
+/** The suggestions of a review, oldest first, or most severe first with `bySeverity`. */
+export const suggestionsOfReview = (sql: SqlClient.SqlClient, reviewId: string, bySeverity: boolean) =>
+  findAiSuggestions(
+    sql,
+    bySeverity
+      ? sql`WHERE s.review_id = ${reviewId}
+        ORDER BY array_position(ARRAY['critical', 'warning', 'info'], s.severity), s.created_at, s.id`
+      : sql`WHERE s.review_id = ${reviewId} ORDER BY s.created_at, s.id`
+  )
+
 export const dismissSuggestion = (sql: SqlClient.SqlClient, id: string, reason: string | null) =>
   sql`
     UPDATE pr_suggestions SET state = 'dismissed', dismiss_reason = ${reason}

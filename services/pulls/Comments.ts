@@ -198,10 +198,13 @@ export class Comments extends Context.Service<Comments, {
 
 /** The suggestion and comment statements AI review shares (it writes through the pulls' tables' owner). */
 export {
+  aiSuggestionById,
   type AiSuggestionRow,
+  aiSuggestionsOfPull,
   dismissSuggestion,
   findAiSuggestions,
   insertComment,
   insertSuggestion,
-  suggestionApplier
+  suggestionApplier,
+  suggestionsOfReview
 } from "./CommentRows.ts"
