@@ -6,6 +6,7 @@ import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schema
 import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { aiSuggestionsOfPull, insertComment, insertSuggestion } from "../pulls/Comments.ts"
 import { diffAgainstMergeBase, parseDiff } from "../pulls/PullDiff.ts"
@@ -146,9 +147,7 @@ export class ReviewRun extends Context.Service<ReviewRun, {
         if (!(yield* claimReview(sql, reviewId, yield* now).pipe(Effect.orDie))) return Option.none<Finished>()
         const bot = yield* bots.ensure({ id: context.repo.orgId, slug: context.repo.orgSlug })
         const started = yield* reload(reviewId)
-        yield* sql.withTransaction(
-          publishReviewEvent(AiReviewStarted, context.repo, context.row, started, bot, {})
-        ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+        yield* inTransaction(sql, publishReviewEvent(AiReviewStarted, context.repo, context.row, started, bot, {}))
         yield* statuses.create(context.repo, started.head_sha, bot.id, {
           state: "pending",
           context: AI_REVIEW_CONTEXT,
@@ -162,67 +161,75 @@ export class ReviewRun extends Context.Service<ReviewRun, {
         if (outcome._tag === "Failure") {
           const sentence = errorSentence(started.provider, outcome.failure)
           yield* Effect.logWarning(`AI review ${reviewId} failed: ${sentence}`)
-          yield* sql.withTransaction(Effect.gen(function*() {
-            if (
-              !(yield* failReview(sql, reviewId, sentence, { inputTokens: used.input, outputTokens: used.output }, at))
-            ) {
-              return
-            }
-            const failed = yield* reload(reviewId)
-            yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
-          })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+          yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              if (
+                !(yield* failReview(
+                  sql,
+                  reviewId,
+                  sentence,
+                  { inputTokens: used.input, outputTokens: used.output },
+                  at
+                ))
+              ) {
+                return
+              }
+              const failed = yield* reload(reviewId)
+              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
+            })
+          )
         } else {
           const { kept, leftOut, merged, originals } = outcome.success
           const summary = [merged.summary.trim(), leftOutSentence(leftOut)].filter((s) => s !== "").join("\n\n")
-          yield* sql.withTransaction(Effect.gen(function*() {
-            for (const [i, s] of kept.entries()) {
-              const commentId = makeId("cmt")
-              yield* insertComment(sql, {
-                id: commentId,
-                prId: context.row.id,
-                authorId: bot.id,
-                body: commentBody(s),
-                path: s.path,
-                line: s.endLine,
-                startLine: s.startLine,
-                headSha: started.head_sha,
+          yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              for (const [i, s] of kept.entries()) {
+                const commentId = makeId("cmt")
+                yield* insertComment(sql, {
+                  id: commentId,
+                  prId: context.row.id,
+                  authorId: bot.id,
+                  body: commentBody(s),
+                  path: s.path,
+                  line: s.endLine,
+                  startLine: s.startLine,
+                  headSha: started.head_sha,
+                  now: at
+                })
+                yield* insertSuggestion(sql, {
+                  id: makeId("sug"),
+                  prId: context.row.id,
+                  commentId,
+                  authorId: bot.id,
+                  path: s.path,
+                  startLine: s.startLine,
+                  endLine: s.endLine,
+                  originalLines: originals[i],
+                  replacement: s.replacement,
+                  headSha: started.head_sha,
+                  now: at,
+                  ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
+                })
+              }
+              const done = yield* completeReview(sql, reviewId, {
+                summary,
+                sentiment: merged.overallSentiment,
+                suggestions: kept.length,
+                security: kept.filter((s) => s.category === "security").length,
+                performance: kept.filter((s) => s.category === "performance").length,
+                inputTokens: used.input,
+                outputTokens: used.output,
+                skipped: leftOut.map((item) => item.path),
                 now: at
               })
-              yield* insertSuggestion(sql, {
-                id: makeId("sug"),
-                prId: context.row.id,
-                commentId,
-                authorId: bot.id,
-                path: s.path,
-                startLine: s.startLine,
-                endLine: s.endLine,
-                originalLines: originals[i],
-                replacement: s.replacement,
-                headSha: started.head_sha,
-                now: at,
-                ai: { reviewId, severity: s.severity, category: s.category, title: s.title }
-              })
-            }
-            const done = yield* completeReview(sql, reviewId, {
-              summary,
-              sentiment: merged.overallSentiment,
-              suggestions: kept.length,
-              security: kept.filter((s) => s.category === "security").length,
-              performance: kept.filter((s) => s.category === "performance").length,
-              inputTokens: used.input,
-              outputTokens: used.output,
-              skipped: leftOut.map((item) => item.path),
-              now: at
+              // Superseded meanwhile: roll the comments back with it.
+              if (!done) return yield* Effect.fail("superseded" as const)
+              const completed = yield* reload(reviewId)
+              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {})
             })
-            // Superseded meanwhile: roll the comments back with it.
-            if (!done) return yield* Effect.fail("superseded" as const)
-            const completed = yield* reload(reviewId)
-            yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {})
-          })).pipe(
-            Effect.provideService(SqlClient.SqlClient, sql),
-            Effect.catchIf((e) => e === "superseded", () => Effect.void),
-            Effect.orDie
-          )
+          ).pipe(Effect.catchIf((e): e is "superseded" => e === "superseded", () => Effect.void))
         }
         const finished = yield* reload(reviewId)
         if (finished.status === "running") return Option.none<Finished>()
