@@ -1,6 +1,6 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
-import { ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
+import { AiReview, ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
 /* The `ai_reviews` table: its row and every statement on it. */
@@ -11,7 +11,7 @@ export const AiReviewRow = Schema.Struct({
   repo_id: Schema.String,
   org_id: Schema.String,
   head_sha: Schema.String,
-  trigger: Schema.Literals(["auto", "manual"]),
+  trigger: AiReview.fields.trigger,
   status: ReviewStatus,
   summary: Schema.NullOr(Schema.String),
   overall_sentiment: Schema.NullOr(Sentiment),

@@ -1,6 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
+import { Category, Severity } from "../../schemas/ai/AiReviews.ts"
 import { Suggestion } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
 import { userDirectory } from "../tenancy/Tenancy.ts"
@@ -123,8 +124,8 @@ export const suggestionApplier = (sql: SqlClient.SqlClient, prId: string, sha: s
 export const AiSuggestionRow = Schema.Struct({
   ...SuggestionRow.fields,
   review_id: Schema.NullOr(Schema.String),
-  severity: Schema.Literals(["critical", "warning", "info"]),
-  category: Schema.Literals(["security", "performance", "best_practice", "bug", "refactor"]),
+  severity: Severity,
+  category: Category,
   title: Schema.String,
   body: Schema.NullOr(Schema.String),
   dismiss_reason: Schema.NullOr(Schema.String),
