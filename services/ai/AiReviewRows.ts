@@ -1,7 +1,7 @@
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
-import { ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
+import { AiReview, ReviewStatus, Sentiment } from "../../schemas/ai/AiReviews.ts"
 import { appendStatement, type NewDomainEvent, notifySql } from "../events/Events.ts"
 import { decodeRows } from "../platform/Rows.ts"
 
@@ -13,7 +13,7 @@ export const AiReviewRow = Schema.Struct({
   repo_id: Schema.String,
   org_id: Schema.String,
   head_sha: Schema.String,
-  trigger: Schema.Literals(["auto", "manual"]),
+  trigger: AiReview.fields.trigger,
   status: ReviewStatus,
   summary: Schema.NullOr(Schema.String),
   overall_sentiment: Schema.NullOr(Sentiment),
@@ -157,3 +157,11 @@ export const strandedReviews = (sql: SqlClient.SqlClient, before: Date) =>
   sql`SELECT id, pr_id FROM ai_reviews WHERE status = 'queued' AND created_at < ${before} LIMIT 100`.pipe(
     decodeRows(Schema.Struct({ id: Schema.String, pr_id: Schema.String }))
   )
+
+const IdRow = Schema.Struct({ id: Schema.String })
+
+/** Up to 100 reviews still `running` that started before `before` (their runner is gone). */
+export const abandonedReviews = (sql: SqlClient.SqlClient, before: Date) =>
+  sql`
+    SELECT id FROM ai_reviews WHERE status = 'running'
+      AND started_at < ${before} LIMIT 100`.pipe(decodeRows(IdRow))

@@ -4,7 +4,7 @@ import type { AiReview, AiSuggestion } from "../../schemas/ai/AiReviews.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { refuseArchived } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
-import { type AiSuggestionRow, findAiSuggestions } from "../pulls/Comments.ts"
+import { type AiSuggestionRow, suggestionsOfReview } from "../pulls/Comments.ts"
 import { isOpen } from "../pulls/PullRequests.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import { type AiReviewRow, insertReview, latestReview, reviewById } from "./AiReviewRows.ts"
@@ -54,11 +54,7 @@ export class AiReviews extends Context.Service<AiReviews, {
 
       const render = (row: AiReviewRow) =>
         Effect.gen(function*() {
-          const suggestions = yield* findAiSuggestions(
-            sql,
-            sql`WHERE s.review_id = ${row.id}
-              ORDER BY array_position(ARRAY['critical', 'warning', 'info'], s.severity), s.created_at, s.id`
-          ).pipe(Effect.orDie)
+          const suggestions = yield* suggestionsOfReview(sql, row.id, true).pipe(Effect.orDie)
           return {
             id: row.id,
             status: row.status,

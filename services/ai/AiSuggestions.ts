@@ -4,7 +4,8 @@ import { AiReviewSuggestionApplied } from "../../schemas/ai/AiReviewEvents.ts"
 import type { AiSuggestion } from "../../schemas/ai/AiReviews.ts"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { refuseArchived } from "../git/Repositories.ts"
-import { dismissSuggestion, findAiSuggestions } from "../pulls/Comments.ts"
+import { inTransaction } from "../platform/Rows.ts"
+import { aiSuggestionById, dismissSuggestion } from "../pulls/Comments.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import { Suggestions } from "../pulls/Suggestions.ts"
 import type { Actor } from "../tenancy/Actor.ts"
@@ -35,7 +36,7 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
       const suggestions = yield* Suggestions
 
       const one = (id: string) =>
-        findAiSuggestions(sql, sql`WHERE s.id = ${id} AND s.source = 'ai'`).pipe(
+        aiSuggestionById(sql, id).pipe(
           Effect.orDie,
           Effect.map((rows) => Option.fromNullishOr(rows[0]))
         )
@@ -63,7 +64,8 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
             const review = yield* reviewById(sql, after.review_id).pipe(Effect.orDie)
             const fresh = yield* pulls.findById(pull.row.id)
             if (Option.isSome(review) && Option.isSome(fresh)) {
-              yield* sql.withTransaction(
+              yield* inTransaction(
+                sql,
                 publishReviewEvent(AiReviewSuggestionApplied, fresh.value.repo, fresh.value.row, review.value, actor, {
                   suggestion: {
                     id,
@@ -76,7 +78,7 @@ export class AiSuggestions extends Context.Service<AiSuggestions, {
                     commitSha: result.sha
                   }
                 })
-              ).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+              )
             }
           }
           return { suggestion: toAiSuggestion(after), commitSha: result.sha }

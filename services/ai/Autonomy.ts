@@ -5,7 +5,7 @@ import { MergeBlocked } from "../../schemas/pulls/PullRequests.ts"
 import { makeId } from "../platform/Ids.ts"
 import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { ServerMergeStatusChecks } from "../pulls/BranchRules.ts"
-import { type AiSuggestionRow, findAiSuggestions, insertComment } from "../pulls/Comments.ts"
+import { type AiSuggestionRow, insertComment, suggestionsOfReview } from "../pulls/Comments.ts"
 import { gatherReviews } from "../pulls/MergeChecks.ts"
 import { PullRequestCommands } from "../pulls/PullRequestCommands.ts"
 import { isOpen } from "../pulls/PullRequests.ts"
@@ -77,8 +77,7 @@ export class Autonomy extends Context.Service<Autonomy, {
           }).pipe(Effect.orDie)
         })
 
-      const reviewSuggestions = (reviewId: string) =>
-        findAiSuggestions(sql, sql`WHERE s.review_id = ${reviewId} ORDER BY s.created_at, s.id`).pipe(Effect.orDie)
+      const reviewSuggestions = (reviewId: string) => suggestionsOfReview(sql, reviewId, false).pipe(Effect.orDie)
 
       const applySafe = (finished: Finished) =>
         Effect.gen(function*() {

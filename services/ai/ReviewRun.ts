@@ -6,8 +6,9 @@ import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schema
 import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
 import { makeId } from "../platform/Ids.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { CommitStatuses, statusReport } from "../protection/CommitStatuses.ts"
-import { findAiSuggestions, insertCommentsStatement, insertSuggestionsStatement } from "../pulls/Comments.ts"
+import { aiSuggestionsOfPull, insertCommentsStatement, insertSuggestionsStatement } from "../pulls/Comments.ts"
 import { diffSinceMergeBase, parseDiff } from "../pulls/PullDiff.ts"
 import { type PullContext, PullRequests } from "../pulls/PullRequests.ts"
 import { type AiReviewRow, completeReview, failReview, reviewById, startReview } from "./AiReviewRows.ts"
@@ -90,7 +91,7 @@ export class ReviewRun extends Context.Service<ReviewRun, {
         Effect.all({
           files: readDiff(pull, headSha).pipe(phases.time("diff")),
           config: settingsService.reviewConfig(pull.repo).pipe(phases.time("prompt")),
-          earlier: findAiSuggestions(sql, sql`WHERE s.pr_id = ${pull.row.id} AND s.source = 'ai'`).pipe(
+          earlier: aiSuggestionsOfPull(sql, pull.row.id).pipe(
             Effect.orDie,
             phases.time("prompt")
           )
@@ -205,21 +206,24 @@ export class ReviewRun extends Context.Service<ReviewRun, {
           const sentence = errorSentence(started.provider, outcome.failure)
           yield* Effect.logWarning(`AI review ${reviewId} failed: ${sentence}`)
           yield* phases.time("post")(
-            sql.withTransaction(Effect.gen(function*() {
-              if (
-                !(yield* failReview(
-                  sql,
-                  reviewId,
-                  sentence,
-                  { inputTokens: used.input, outputTokens: used.output },
-                  at
-                ))
-              ) {
-                return
-              }
-              const failed = yield* reload(reviewId)
-              yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
-            })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
+            inTransaction(
+              sql,
+              Effect.gen(function*() {
+                if (
+                  !(yield* failReview(
+                    sql,
+                    reviewId,
+                    sentence,
+                    { inputTokens: used.input, outputTokens: used.output },
+                    at
+                  ))
+                ) {
+                  return
+                }
+                const failed = yield* reload(reviewId)
+                yield* publishReviewEvent(AiReviewCompleted, context.repo, context.row, failed, bot, {})
+              })
+            )
           )
           finished = yield* reload(reviewId).pipe(phases.time("post"))
         } else {

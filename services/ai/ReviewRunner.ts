@@ -1,6 +1,6 @@
 import { Clock, Context, Duration, Effect, FiberMap, Layer, Option, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
-import { failReview, latestReview, reviewById, strandedReviews } from "./AiReviewRows.ts"
+import { abandonedReviews, failReview, latestReview, reviewById, strandedReviews } from "./AiReviewRows.ts"
 import { Autonomy } from "./Autonomy.ts"
 import { ReviewRun } from "./ReviewRun.ts"
 
@@ -78,10 +78,8 @@ export class ReviewRunner extends Context.Service<ReviewRunner, {
         const now = yield* Clock.currentTimeMillis
         const stranded = yield* strandedReviews(sql, new Date(now - Duration.toMillis(STRANDED_AFTER)))
         for (const row of stranded) if (!current.has(row.pr_id)) yield* kick(row.pr_id, row.id)
-        const abandoned = yield* sql`
-          SELECT id FROM ai_reviews WHERE status = 'running'
-            AND started_at < ${new Date(now - Duration.toMillis(ABANDONED_AFTER))} LIMIT 100`
-        for (const row of abandoned as ReadonlyArray<{ id: string }>) {
+        const abandoned = yield* abandonedReviews(sql, new Date(now - Duration.toMillis(ABANDONED_AFTER)))
+        for (const row of abandoned) {
           yield* failReview(sql, row.id, "The review was interrupted; trigger it again", {
             inputTokens: 0,
             outputTokens: 0

@@ -272,7 +272,7 @@ export const lostRuns = (sql: SqlClient.SqlClient, staleSeconds: number) =>
   )
 
 /** The jobs a lost runner left running become `error` ("runner lost"). */
-export const failRunningJobs = (sql: SqlClient.SqlClient, runId: string, message: string) =>
+export const abandonRunningJobs = (sql: SqlClient.SqlClient, runId: string, message: string) =>
   sql`
     UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
       minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int

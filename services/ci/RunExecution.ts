@@ -9,6 +9,7 @@ import { CommitStatuses } from "../protection/CommitStatuses.ts"
 import { type CachePlan, cachePlan } from "./CachePlan.ts"
 import { CiCaches } from "./CiCaches.ts"
 import {
+  abandonRunningJobs,
   appendLog,
   completeJob,
   completeRun,
@@ -280,10 +281,7 @@ export class RunExecution extends Context.Service<RunExecution, {
             }).pipe(Effect.ignore)))
 
       const abandonWith = Effect.fnUntraced(function*(repo: RepoRecord | undefined, runId: string, message: string) {
-        yield* sql`
-          UPDATE ci_jobs SET status = 'completed', conclusion = 'error', message = ${message}, completed_at = now(),
-            minutes = GREATEST(1, ceil(extract(epoch FROM now() - started_at) / 60))::int
-          WHERE run_id = ${runId} AND status = 'running'`.pipe(Effect.orDie)
+        yield* abandonRunningJobs(sql, runId, message).pipe(Effect.orDie)
         yield* finish(repo, runId, "error", message, null)
       })
 

@@ -1,6 +1,3 @@
-import type { SqlClient } from "effect/sql"
-import type * as Statement from "effect/sql/Statement"
-
 /**
  * Commit hints: the NOTIFY that wakes every runner after a publishing commit also names the
  * organizations and event types it appended ("<orgId> <type>" lines). A reader of the
@@ -15,19 +12,6 @@ export interface CommitHint {
   readonly orgId: string
   readonly type: string
 }
-
-/** Postgres caps a payload below 8000 bytes; a larger set of hints is sent as none. */
-const MAX_PAYLOAD = 7000
-
-/**
- * The NOTIFY payload for the rows of the CTE named `appended` (columns `org_id`, `type`),
- * as an SQL expression over `FROM appended` (aggregated, so one row).
- */
-export const hintsPayloadSql = (sql: SqlClient.SqlClient, appended: string): Statement.Fragment =>
-  sql`(SELECT CASE WHEN length(h.p) <= ${MAX_PAYLOAD} THEN h.p ELSE '' END
-    FROM (SELECT coalesce(string_agg(DISTINCT a.org_id || ' ' || a.type, E'\n'), '') AS p FROM ${
-    sql(appended)
-  } a) AS h)`
 
 /** The hints a notification's payload carries (none for an empty or foreign payload). */
 export const parseHints = (payload: string): ReadonlyArray<CommitHint> => {

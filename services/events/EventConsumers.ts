@@ -3,8 +3,8 @@ import { Queue } from "effect"
 import type { Scope } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { decodeRows } from "../platform/Rows.ts"
-import { type DomainEvent, horizonSql, isAfter, type Position, type PositionedEvent, readAfter } from "./EventLog.ts"
+import { insertConsumerAtHead, insertConsumerAtStart, lockCursor, moveCursor } from "./EventConsumerRows.ts"
+import { type DomainEvent, isAfter, type Position, type PositionedEvent, readAfter } from "./EventLog.ts"
 import { type Segment, type SharedReads, sliceSegment } from "./SharedReads.ts"
 
 export interface ConsumeOptions {
@@ -20,9 +20,6 @@ export interface ConsumeOptions {
   /** Events read per transaction. Default 50 (`consume`) or 500 (`consumeBatch`). */
   readonly batchSize?: number | undefined
 }
-
-/** A consumer's row as its pass locks it, with the horizon taken before the lock. */
-const LockedCursor = Schema.Struct({ tx: Schema.BigInt, id: Schema.BigInt, horizon: Schema.BigInt })
 
 /** Internal: a failure that was already logged and is to be retried. */
 export class Retry extends Schema.TaggedError<Retry>()("Retry", {}) {}
@@ -148,20 +145,7 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
   options: ConsumeOptions & { readonly batchSize: number }
 ): Effect.fn.Return<void, SqlError, R | Scope.Scope> {
   const { sql } = deps
-  if (options.from === "now") {
-    yield* sql`
-      INSERT INTO event_consumers (name, last_tx, last_event_id)
-      SELECT ${name}, coalesce(h.tx, 0), coalesce(h.id, 0)
-      FROM (SELECT ${horizonSql(sql)} AS horizon) AS s
-      LEFT JOIN LATERAL (
-        SELECT tx, id FROM domain_events WHERE tx < s.horizon ORDER BY tx DESC, id DESC LIMIT 1
-      ) AS h ON true
-      ON CONFLICT (name) DO NOTHING`
-  } else {
-    yield* sql`
-      INSERT INTO event_consumers (name, last_tx, last_event_id) VALUES (${name}, 0, 0)
-      ON CONFLICT (name) DO NOTHING`
-  }
+  yield* options.from === "now" ? insertConsumerAtHead(sql, name) : insertConsumerAtStart(sql, name)
 
   // This runner's last known cursor: where to ask the shared read from (a hint only: the
   // pass slices from the cursor it finds under the row lock).
@@ -170,9 +154,7 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
     Effect.gen(function*() {
       // The snapshot of this statement is taken before the row lock assigns a transaction id,
       // so our own transaction does not hold the horizon back.
-      const locked = yield* sql`
-      SELECT last_tx AS tx, last_event_id AS id, ${horizonSql(sql)} AS horizon
-      FROM event_consumers WHERE name = ${name} FOR UPDATE SKIP LOCKED`.pipe(decodeRows(LockedCursor))
+      const locked = yield* lockCursor(sql, name)
       if (locked.length === 0) return { outcome: "busy" as Outcome, failed: undefined, cursor: known }
       const start: Position = { tx: locked[0].tx, id: locked[0].id }
       const read = (segment && sliceSegment(segment, start, options.batchSize, options.types)) ??
@@ -186,10 +168,7 @@ export const startConsumer = Effect.fnUntraced(function*<R>(
       let cursor = progress.handled === 0 ? start : read.events[progress.handled - 1].position
       if (progress.failed === undefined && isAfter(read.through, cursor)) cursor = read.through
       if (isAfter(cursor, start)) {
-        yield* sql`
-        UPDATE event_consumers SET last_tx = ${String(cursor.tx)}::bigint,
-          last_event_id = ${String(cursor.id)}::bigint, updated_at = now()
-        WHERE name = ${name}`
+        yield* moveCursor(sql, name, cursor)
       }
       const outcome: Outcome = read.full ? "more" : read.held ? "held" : "caughtUp"
       return { outcome, failed: progress.failed, cursor }

@@ -1,7 +1,7 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { decodeRows } from "../platform/Rows.ts"
+import { readAfterRows, type ReadOptions } from "./DomainEventRows.ts"
 
 /**
  * Reading the `domain_events` outbox in order, without a publish lock.
@@ -44,25 +44,7 @@ export interface PositionedEvent {
   readonly position: Position
 }
 
-/**
- * A row of the read: the horizon's `held` and `head` on every row, and one event per row
- * (all its columns null when no event matched: the read still answers the head).
- */
-const ReadRow = Schema.Struct({
-  held: Schema.Boolean,
-  headTx: Schema.NullOr(Schema.BigInt),
-  headId: Schema.NullOr(Schema.BigInt),
-  tx: Schema.NullOr(Schema.BigInt),
-  id: Schema.NullOr(Schema.BigInt),
-  type: Schema.NullOr(Schema.String),
-  orgId: Schema.NullOr(Schema.String),
-  data: Schema.Unknown,
-  createdAt: Schema.NullOr(Schema.Date)
-})
-
-/** SQL for the horizon of the statement's snapshot. */
-export const horizonSql = (sql: SqlClient.SqlClient) =>
-  sql.literal("pg_snapshot_xmin(pg_current_snapshot())::text::bigint")
+export { horizonSql, readAfterStatement, type ReadOptions } from "./DomainEventRows.ts"
 
 /** What one read found. */
 export interface Read {
@@ -81,39 +63,6 @@ export interface Read {
   readonly through: Position
 }
 
-export interface ReadOptions {
-  readonly after: Position
-  readonly limit: number
-  readonly types?: ReadonlyArray<string> | undefined
-  readonly horizon?: bigint | undefined
-}
-
-/**
- * The read as one statement. Every part walks the `(tx, id)` index from a known end: the
- * outbox only grows, so a part the planner answered with a scan of the table (as it did for
- * `held` while it was an `EXISTS … tx >= horizon`, the horizon being unknown at plan time)
- * made each read cost more with every event ever published.
- */
-export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOptions) => {
-  const typeFilter = options.types === undefined ? sql.literal("") : sql`AND type IN ${sql.in(options.types)}`
-  const horizon = options.horizon === undefined ? horizonSql(sql) : sql`${String(options.horizon)}::bigint`
-  // `held`: a committed event at or above the horizon exists, i.e. the newest visible one is.
-  return sql`
-      SELECT coalesce((SELECT max(tx) FROM domain_events) >= s.horizon, false) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
-        e.created_at AS "createdAt"
-      FROM (SELECT ${horizon} AS horizon) AS s
-      LEFT JOIN LATERAL (
-        SELECT tx, id FROM domain_events WHERE tx < s.horizon ORDER BY tx DESC, id DESC LIMIT 1
-      ) AS h ON true
-      LEFT JOIN LATERAL (
-        SELECT tx, id, type, org_id, data, created_at FROM domain_events
-        WHERE (tx, id) > (${String(options.after.tx)}::bigint, ${String(options.after.id)}::bigint)
-          AND tx < s.horizon ${typeFilter}
-        ORDER BY tx, id LIMIT ${options.limit}
-      ) AS e ON true
-      ORDER BY e.tx, e.id`
-}
-
 /**
  * Reads the events after `after` below `horizon` (a bigint, or the statement's own horizon
  * when omitted), in one statement so `head` comes from the same snapshot as the events: when
@@ -122,7 +71,7 @@ export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOption
  */
 export const readAfter = (sql: SqlClient.SqlClient, options: ReadOptions): Effect.Effect<Read, SqlError> =>
   Effect.map(
-    readAfterStatement(sql, options).pipe(decodeRows(ReadRow)),
+    readAfterRows(sql, options),
     (rows) => {
       const events = rows.flatMap((row): Array<PositionedEvent> =>
         row.id === null || row.tx === null || row.type === null || row.createdAt === null ? [] : [{

@@ -1,7 +1,8 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { decodeRows } from "../platform/Rows.ts"
+import { deleteEventBatch, retentionBound } from "./DomainEventRows.ts"
+import { abandonedConsumers } from "./EventConsumerRows.ts"
 
 /**
  * Retention of the `domain_events` outbox. Every monitor check publishes an event, so the
@@ -20,23 +21,6 @@ export const EVENT_RETENTION_DAYS = 7
 const ABANDONED_CONSUMER_DAYS = 30
 
 const DAY_MS = 24 * 60 * 60 * 1000
-
-const ConsumerName = Schema.Struct({ name: Schema.String })
-
-/** The first event to keep, and the slowest live consumer's cursor (each null when none). */
-const Bound = Schema.Struct({
-  tx: Schema.NullOr(Schema.BigInt),
-  id: Schema.NullOr(Schema.BigInt),
-  pinTx: Schema.NullOr(Schema.BigInt),
-  pinId: Schema.NullOr(Schema.BigInt)
-})
-
-/** How many events a batch deleted, and the last of them (null when none). */
-const Batch = Schema.Struct({
-  n: Schema.BigInt,
-  lastTx: Schema.NullOr(Schema.BigInt),
-  lastId: Schema.NullOr(Schema.BigInt)
-})
 
 export interface EventRetentionOptions {
   /** Now (ms). */
@@ -59,10 +43,7 @@ export const pruneEvents = (
     const activeSince = new Date(options.now - abandonedAfterDays * DAY_MS).toISOString()
     const batchSize = options.batchSize ?? 10_000
 
-    const abandoned = yield* sql`
-      SELECT name FROM event_consumers WHERE updated_at < ${activeSince}::timestamptz
-        AND (last_tx, last_event_id) < (SELECT tx, id FROM domain_events ORDER BY tx DESC, id DESC LIMIT 1)
-      ORDER BY name`.pipe(decodeRows(ConsumerName))
+    const abandoned = yield* abandonedConsumers(sql, activeSince)
     if (abandoned.length > 0) {
       yield* Effect.logWarning(`Outbox retention: consumers idle for over ${abandonedAfterDays} days hold nothing back`)
         .pipe(Effect.annotateLogs({ consumers: abandoned.map((row) => row.name).join(", ") }))
@@ -71,46 +52,20 @@ export const pruneEvents = (
     // Everything before `end` may go: the first event of the retention period (events are in
     // `(tx, id)` order, which follows their time closely), else the newest event (kept), and
     // never past the slowest live consumer's cursor.
-    const [bound] = yield* sql`
-      SELECT e.tx, e.id, p.last_tx AS "pinTx", p.last_event_id AS "pinId"
-      FROM (SELECT 1) AS one
-      LEFT JOIN LATERAL (
-        SELECT tx, id FROM (
-          (SELECT tx, id FROM domain_events WHERE created_at >= ${cutoff}::timestamptz ORDER BY tx, id LIMIT 1)
-          UNION ALL
-          (SELECT tx, id FROM domain_events ORDER BY tx DESC, id DESC LIMIT 1)
-        ) AS candidates ORDER BY tx, id LIMIT 1
-      ) AS e ON true
-      LEFT JOIN LATERAL (
-        SELECT last_tx, last_event_id FROM event_consumers WHERE updated_at >= ${activeSince}::timestamptz
-        ORDER BY last_tx, last_event_id LIMIT 1
-      ) AS p ON true`.pipe(decodeRows(Bound))
+    const [bound] = yield* retentionBound(sql, cutoff, activeSince)
     if (bound.tx === null || bound.id === null) return 0
-    const end = sql`(${String(bound.tx)}::bigint, ${String(bound.id)}::bigint)`
+    const end = { tx: bound.tx, id: bound.id }
     // A consumer's cursor is the last event it handled: that one may go too.
-    const pinned = bound.pinTx === null || bound.pinId === null
-      ? sql.literal("")
-      : sql`AND (tx, id) <= (${String(bound.pinTx)}::bigint, ${String(bound.pinId)}::bigint)`
+    const pin = bound.pinTx === null || bound.pinId === null ? null : { tx: bound.pinTx, id: bound.pinId }
 
     // Each batch starts after the last one: the index entries of deleted rows stay until
     // vacuum, and walking them again from the start made every batch slower than the last.
-    let after = sql`(0::bigint, 0::bigint)`
+    let after = { tx: 0n, id: 0n }
     let deleted = 0
     while (true) {
-      const [batch] = yield* sql`
-        WITH doomed AS (
-          SELECT ctid, tx, id FROM domain_events WHERE (tx, id) > ${after} AND (tx, id) < ${end} ${pinned}
-          ORDER BY tx, id LIMIT ${batchSize}
-        ), gone AS (
-          DELETE FROM domain_events WHERE ctid = ANY(ARRAY(SELECT ctid FROM doomed)) RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM gone) AS n, last.tx AS "lastTx", last.id AS "lastId"
-        FROM (SELECT 1) AS one
-        LEFT JOIN LATERAL (SELECT tx, id FROM doomed ORDER BY tx DESC, id DESC LIMIT 1) AS last ON true`.pipe(
-        decodeRows(Batch)
-      )
+      const [batch] = yield* deleteEventBatch(sql, { after, end, pin, limit: batchSize })
       deleted += Number(batch.n)
       if (Number(batch.n) < batchSize || batch.lastTx === null || batch.lastId === null) return deleted
-      after = sql`(${String(batch.lastTx)}::bigint, ${String(batch.lastId)}::bigint)`
+      after = { tx: batch.lastTx, id: batch.lastId }
     }
   })

@@ -3,9 +3,9 @@ import { Cause, Context, Duration, Effect, Layer, Option, Queue, Schema, Stream 
 import type { Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import type * as Statement from "effect/sql/Statement"
 
-import { type CommitHint, hintsPayloadSql, parseHints } from "./CommitHints.ts"
+import { type CommitHint, parseHints } from "./CommitHints.ts"
+import { appendAndNotify, EVENTS_CHANNEL, type NewDomainEvent, notifyAll } from "./DomainEventRows.ts"
 import {
   type ConsumeOptions,
   nextWake,
@@ -22,6 +22,14 @@ import { makeSharedReads, sliceSegment } from "./SharedReads.ts"
 export type { CommitHint } from "./CommitHints.ts"
 export type { ConsumeOptions } from "./EventConsumers.ts"
 export type { DomainEvent } from "./EventLog.ts"
+/* The outbox statements other features embed in their own (one round trip per write). */
+export {
+  appendSelectedStatement,
+  appendStatement,
+  EVENTS_CHANNEL,
+  type NewDomainEvent,
+  notifySql
+} from "./DomainEventRows.ts"
 
 /**
  * The one domain-event mechanism (GUIDE §1): events are written to the `domain_events`
@@ -35,13 +43,6 @@ export type { DomainEvent } from "./EventLog.ts"
  * number of runners commit in parallel. Rows must only ever be inserted through
  * `publish`/`publishAll` (or at least with the `tx` column's default).
  */
-
-/** An event to publish. `data` must be JSON-serialisable; `undefined` is stored as `null`. */
-export interface NewDomainEvent {
-  readonly type: string
-  readonly orgId?: string | null | undefined
-  readonly data: unknown
-}
 
 /**
  * A live subscriber fell more than its buffer behind the runner's reader. Its stream
@@ -75,57 +76,10 @@ export interface EventsOptions {
   readonly idleConsumerCursorMs?: number | undefined
 }
 
-/** The NOTIFY channel that wakes every runner when events commit. */
-export const EVENTS_CHANNEL = "canopy_events"
-
 const LIVE_READ_LIMIT = 1000
 /** Events per shared read (`SharedReads.ts`), and events its window keeps for loops behind. */
 const SHARED_READ_LIMIT = 1000
 const SHARED_WINDOW = 10_000
-
-/**
- * The outbox insert of `events` (in order) as a statement to embed in a larger one, e.g. as
- * `WITH appended AS (${appendStatement(...)}) … ${notifySql(sql, "appended")}`, so a
- * publisher that writes other rows too can do it in one round trip; `when` (default true)
- * makes the insert conditional on the rest of that statement. `publishAll` is the usual way.
- */
-export const appendStatement = (
-  sql: SqlClient.SqlClient,
-  events: ReadonlyArray<NewDomainEvent>,
-  when: Statement.Fragment = sql.literal("true")
-) => {
-  const payload = JSON.stringify(events.map((event) => ({
-    type: event.type,
-    orgId: event.orgId ?? null,
-    data: event.data === undefined ? null : event.data
-  })))
-  // `tx` (the column's default) is this transaction's id: readers order by it.
-  return sql`
-    INSERT INTO domain_events (type, org_id, data)
-    SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
-    FROM jsonb_array_elements(${payload}::jsonb) WITH ORDINALITY AS e(value, n)
-    WHERE ${when}
-    ORDER BY e.n
-    RETURNING org_id, type`
-}
-
-/**
- * The outbox insert of the events a query selects (columns `type`, `org_id`, `data`, in the
- * query's order), to embed like `appendStatement` when the events come from the rows of the
- * statement itself (e.g. one per issue an upsert created).
- */
-export const appendSelectedStatement = (sql: SqlClient.SqlClient, select: Statement.Fragment) =>
-  sql`INSERT INTO domain_events (type, org_id, data) ${select} RETURNING org_id, type`
-
-/**
- * The select list entry that wakes every runner once the statement's transaction commits
- * (NOTIFY is transactional), after the CTE named `appended` ran, if it appended any event.
- * The payload carries the commit's hints (`CommitHints.ts`).
- */
-export const notifySql = (sql: SqlClient.SqlClient, appended: string) =>
-  sql`(SELECT pg_notify(${EVENTS_CHANNEL}, ${hintsPayloadSql(sql, appended)})
-    FROM (SELECT count(*) AS n FROM ${sql(appended)}) AS done
-    WHERE done.n > 0) IS NULL`
 
 /**
  * Appends events to the outbox in order. Run it inside the caller's `sql.withTransaction`
@@ -140,9 +94,7 @@ export const publishAll = Effect.fnUntraced(function*(
   if (events.length === 0) return
   const sql = yield* SqlClient.SqlClient
   // NOTIFY is transactional: delivered to every runner only if and when this commits.
-  const append = sql`
-    WITH appended AS (${appendStatement(sql, events)})
-    SELECT ${notifySql(sql, "appended")}`
+  const append = appendAndNotify(sql, events)
   const inTransaction = Option.isSome(yield* Effect.serviceOption(sql.transactionService))
   // Joining the caller's transaction directly (no savepoint) keeps big transactions cheap.
   yield* inTransaction ? append : sql.withTransaction(append)
@@ -220,7 +172,7 @@ const make = Effect.fnUntraced(function*(options: EventsOptions = {}) {
     while (true) {
       yield* Queue.take(committed)
       wakeAll()
-      yield* sql`SELECT pg_notify(${EVENTS_CHANNEL}, '')`.pipe(
+      yield* notifyAll(sql).pipe(
         Effect.catchCause((cause) =>
           // Others still read the events on their next poll.
           Cause.hasInterruptsOnly(cause) ? Effect.failCause(cause) : Effect.logDebug("Events: NOTIFY failed", cause)

@@ -1,10 +1,9 @@
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type * as Statement from "effect/sql/Statement"
 import { makeId } from "../platform/Ids.ts"
 import { isUniqueViolation } from "../platform/Rows.ts"
 import { LfsError } from "./Lfs.ts"
-import { deleteLock, findLocks, insertLock, type LockRow } from "./LfsLockRows.ts"
+import { deleteLock, insertLock, lockById, lockByPath, lockPage, type LockRow } from "./LfsLockRows.ts"
 import type { RepoRecord } from "./Repositories.ts"
 
 /** A lock as the LFS locks API shows it. */
@@ -62,9 +61,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
       /** A repository's locks by `rest` (`AND …`, `ORDER BY …`), decoded. */
-      const locks = (repoId: string, rest: Statement.Fragment) => findLocks(sql, repoId, rest).pipe(Effect.orDie)
-
-      const byPath = (repoId: string, path: string) => locks(repoId, sql`AND l.path = ${path}`)
+      const byPath = (repoId: string, path: string) => lockByPath(sql, repoId, path).pipe(Effect.orDie)
 
       const create = Effect.fn("LfsLocks.create")(function*(repo: RepoRecord, userId: string, path: string) {
         if (path.length === 0 || path.length > 1024) {
@@ -90,11 +87,8 @@ export class LfsLocks extends Context.Service<LfsLocks, {
       ) {
         const offset = filter.cursor ?? 0
         const limit = Math.min(Math.max(filter.limit ?? 100, 1), 1000)
-        const pathIs = filter.path === undefined ? sql`` : sql`AND l.path = ${filter.path}`
-        const idIs = filter.id === undefined ? sql`` : sql`AND l.id = ${filter.id}`
-        const rows = yield* locks(
-          repo.id,
-          sql`${pathIs} ${idIs} ORDER BY l.created_at, l.id LIMIT ${limit + 1} OFFSET ${offset}`
+        const rows = yield* lockPage(sql, repo.id, { path: filter.path, id: filter.id, limit, offset }).pipe(
+          Effect.orDie
         )
         const page = pageOf(rows, offset, limit)
         return { locks: page.rows.map(toLock), ...page.next }
@@ -107,7 +101,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
       ) {
         const offset = cursorPage.cursor ?? 0
         const limit = Math.min(Math.max(cursorPage.limit ?? 100, 1), 1000)
-        const rows = yield* locks(repo.id, sql`ORDER BY l.created_at, l.id LIMIT ${limit + 1} OFFSET ${offset}`)
+        const rows = yield* lockPage(sql, repo.id, { limit, offset }).pipe(Effect.orDie)
         const page = pageOf(rows, offset, limit)
         return {
           ours: page.rows.filter((row) => row.owner_id === userId).map(toLock),
@@ -118,7 +112,7 @@ export class LfsLocks extends Context.Service<LfsLocks, {
 
       const unlock = Effect.fn("LfsLocks.unlock")(
         function*(repo: RepoRecord, userId: string, id: string, force: boolean) {
-          const [row] = yield* locks(repo.id, sql`AND l.id = ${id}`)
+          const [row] = yield* lockById(sql, repo.id, id).pipe(Effect.orDie)
           if (row === undefined) return yield* new LfsError({ status: 404, message: "Lock not found" })
           if (row.owner_id !== userId && !force) {
             return yield* new LfsError({ status: 403, message: `The lock belongs to ${row.username}; use --force` })

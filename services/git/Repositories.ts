@@ -1,6 +1,6 @@
 import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import type * as Statement from "effect/sql/Statement"
+import type { SqlError } from "effect/sql/SqlError"
 import {
   type BranchList,
   type CreateRepository,
@@ -22,11 +22,16 @@ import { branchRefs, tagRefs } from "./RefRows.ts"
 
 /** Where a branch of a repository points, read in the caller's transaction (pull requests' heads). */
 export { branchSha } from "./RefRows.ts"
+/** The live repositories' stale settings as a relation to join (pulls' stale sweep). */
+export { repositoryStaleSettings } from "./RepositoryRows.ts"
 import {
   dropRedirect,
-  findLiveRepositories,
   findRedirect,
   insertRepository,
+  liveRepositoriesOf,
+  liveRepositoryById,
+  liveRepositoryByPath,
+  liveRepositoryBySlug,
   type RepositoryRow,
   updateSettings
 } from "./RepositoryRows.ts"
@@ -126,10 +131,10 @@ export class Repositories extends Context.Service<Repositories, {
 
       const toRepository = (row: RepositoryRow): Repository => repositoryView(config.baseUrl, row)
 
-      const live = (rest: Statement.Fragment) => findLiveRepositories(sql, rest).pipe(Effect.orDie)
+      const live = <A>(rows: Effect.Effect<A, SqlError>) => Effect.orDie(rows)
 
       const findOwned = (orgId: string, slug: string) =>
-        live(sql`AND r.org_id = ${orgId} AND r.slug = ${slug.toLowerCase()}`).pipe(
+        live(liveRepositoryBySlug(sql, orgId, slug)).pipe(
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(notFound(slug)) : Effect.succeed(rows[0]))
         )
 
@@ -164,7 +169,7 @@ export class Repositories extends Context.Service<Repositories, {
       })
 
       const list = Effect.fn("Repositories.list")(function*(orgId: string, page?: Page) {
-        const rows = yield* live(sql`AND r.org_id = ${orgId} ORDER BY r.created_at DESC, r.id DESC`)
+        const rows = yield* live(liveRepositoriesOf(sql, orgId))
         return { repositories: pageOf(rows, page).map(toRepository), count: rows.length }
       })
 
@@ -230,12 +235,12 @@ export class Repositories extends Context.Service<Repositories, {
       })
 
       const find = (orgSlug: string, repoSlug: string) =>
-        live(sql`AND o.slug = ${orgSlug} AND r.slug = ${repoSlug.toLowerCase()}`).pipe(
+        live(liveRepositoryByPath(sql, orgSlug, repoSlug)).pipe(
           Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toRecord(rows[0])))
         )
 
       const findById = (id: string) =>
-        live(sql`AND r.id = ${id}`).pipe(
+        live(liveRepositoryById(sql, id)).pipe(
           Effect.map((rows) => rows.length === 0 ? Option.none() : Option.some(toRecord(rows[0])))
         )
 

@@ -17,11 +17,13 @@ import { Repositories, repositoryView } from "./Repositories.ts"
 import {
   deleteTrashedRepository,
   dropRedirect,
-  findLiveRepositories,
-  findTrashedRepositories,
+  liveRepositoryById,
+  lockTrashedRepository,
   restoreRepository,
   setArchived,
   trashedBefore,
+  trashedRepository,
+  trashOf,
   trashRepository
 } from "./RepositoryRows.ts"
 
@@ -107,13 +109,13 @@ export class RepositoryLifecycle extends Context.Service<RepositoryLifecycle, {
       )
 
       const trashed = (orgId: string, repoId: string) =>
-        findTrashedRepositories(sql, sql`AND r.org_id = ${orgId} AND r.id = ${repoId}`).pipe(
+        trashedRepository(sql, orgId, repoId).pipe(
           Effect.orDie,
           Effect.flatMap((rows) => rows.length === 0 ? Effect.fail(trashNotFound(repoId)) : Effect.succeed(rows[0]))
         )
 
       const trash = Effect.fn("RepositoryLifecycle.trash")(function*(orgId: string) {
-        const rows = yield* findTrashedRepositories(sql, sql`AND r.org_id = ${orgId} ORDER BY r.deleted_at DESC`).pipe(
+        const rows = yield* trashOf(sql, orgId).pipe(
           Effect.orDie
         )
         const repositories = rows.map((row) => {
@@ -145,7 +147,7 @@ export class RepositoryLifecycle extends Context.Service<RepositoryLifecycle, {
                 )
                 : Effect.die(error))
           )
-          const [restored] = yield* findLiveRepositories(sql, sql`AND r.id = ${row.id}`).pipe(Effect.orDie)
+          const [restored] = yield* liveRepositoryById(sql, row.id).pipe(Effect.orDie)
           return repositoryView(config.baseUrl, restored)
         }
       )
@@ -153,8 +155,7 @@ export class RepositoryLifecycle extends Context.Service<RepositoryLifecycle, {
       /** Everything of one trashed repository, under its row lock (a restore waits, then finds nothing). */
       const purgeOne = (repoId: string) =>
         sql.withTransaction(Effect.gen(function*() {
-          const locked =
-            yield* sql`SELECT id FROM repositories WHERE id = ${repoId} AND deleted_at IS NOT NULL FOR UPDATE`
+          const locked = yield* lockTrashedRepository(sql, repoId)
           if (locked.length === 0) return false
           // Packs, LFS objects and CI caches all live under the repository's own prefix.
           const stored = yield* blobs.list(`repos/${repoId}/`)

@@ -2,7 +2,13 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { Visibility } from "../../schemas/git/Repositories.ts"
+import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
+import {
+  organizationDirectory,
+  organizationPlanExpression,
+  organizationStorageOverrideExpression
+} from "../tenancy/Tenancy.ts"
 
 /*
  * The `repositories` table: its row and every statement that writes it (the table's one
@@ -36,13 +42,13 @@ export type RepositoryRow = typeof RepositoryRow.Type
 /** Live repositories (not in the trash) by `rest` (`AND …`, `ORDER BY …`), decoded. */
 export const findLiveRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
   sql`
-    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE r.deleted_at IS NULL ${rest}`.pipe(decodeRows(RepositoryRow))
 
 /** Repositories in the trash by `rest` (`AND …`, `ORDER BY …`), decoded. */
 export const findTrashedRepositories = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
   sql`
-    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN organizations o ON o.id = r.org_id
+    SELECT r.*, o.slug AS org_slug FROM repositories r JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE r.deleted_at IS NOT NULL ${rest}`.pipe(decodeRows(RepositoryRow))
 
 export interface NewRepositoryRow {
@@ -130,7 +136,7 @@ export const findRedirect = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug
   sql`
     SELECT r.*, o.slug AS org_slug FROM repo_redirects d
     JOIN repositories r ON r.id = d.repo_id AND r.deleted_at IS NULL
-    JOIN organizations o ON o.id = r.org_id
+    JOIN ${organizationDirectory(sql)} o ON o.id = r.org_id
     WHERE d.org_slug = ${orgSlug} AND d.repo_slug = ${repoSlug.toLowerCase()}`.pipe(
     decodeRows(RepositoryRow),
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
@@ -193,3 +199,63 @@ export const organizationStorage = (sql: SqlClient.SqlClient, orgId: string) =>
     decodeRows(StorageSums),
     Effect.map((rows) => rows[0])
   )
+
+/**
+ * The live repositories' stale pull request settings, as pulls joins them:
+ * `JOIN ${repositoryStaleSettings(sql)} r ON r.id = …` (pulled up by Postgres: one query).
+ */
+export const repositoryStaleSettings = (sql: SqlClient.SqlClient) =>
+  sql`(SELECT id, stale_enabled, stale_warn_days, stale_close_days FROM repositories WHERE deleted_at IS NULL)`
+
+/** The organization's live repository named `slug` (case-insensitive). */
+export const liveRepositoryBySlug = (sql: SqlClient.SqlClient, orgId: string, slug: string) =>
+  findLiveRepositories(sql, sql`AND r.org_id = ${orgId} AND r.slug = ${slug.toLowerCase()}`)
+
+/** The organization's live repositories, newest first. */
+export const liveRepositoriesOf = (sql: SqlClient.SqlClient, orgId: string) =>
+  findLiveRepositories(sql, sql`AND r.org_id = ${orgId} ORDER BY r.created_at DESC, r.id DESC`)
+
+/** The live repository at `orgSlug/repoSlug` (the repository slug case-insensitive). */
+export const liveRepositoryByPath = (sql: SqlClient.SqlClient, orgSlug: string, repoSlug: string) =>
+  findLiveRepositories(sql, sql`AND o.slug = ${orgSlug} AND r.slug = ${repoSlug.toLowerCase()}`)
+
+export const liveRepositoryById = (sql: SqlClient.SqlClient, id: string) =>
+  findLiveRepositories(sql, sql`AND r.id = ${id}`)
+
+/** The organization's trashed repository `repoId`. */
+export const trashedRepository = (sql: SqlClient.SqlClient, orgId: string, repoId: string) =>
+  findTrashedRepositories(sql, sql`AND r.org_id = ${orgId} AND r.id = ${repoId}`)
+
+/** The organization's trash, most recently deleted first. */
+export const trashOf = (sql: SqlClient.SqlClient, orgId: string) =>
+  findTrashedRepositories(sql, sql`AND r.org_id = ${orgId} ORDER BY r.deleted_at DESC`)
+
+/** Locks a trashed repository's row for the transaction (none: restored or purged meanwhile). */
+export const lockTrashedRepository = (sql: SqlClient.SqlClient, repoId: string) =>
+  sql`SELECT id FROM repositories WHERE id = ${repoId} AND deleted_at IS NOT NULL FOR UPDATE`
+
+/**
+ * An organization's plan, its storage override (the admin API's "100 GB+") and the bytes of
+ * its live repositories (`sum(bigint)` is a `numeric`: a string). Trashed repositories stop
+ * counting at their deletion.
+ */
+const UsageRow = Schema.Struct({
+  plan: Schema.NullOr(Plan),
+  storage_limit_bytes: Schema.NullOr(Int8),
+  used: Schema.NumberFromString
+})
+
+export const organizationStorageUsage = (sql: SqlClient.SqlClient, orgId: string) =>
+  sql`
+    SELECT ${organizationPlanExpression(sql, orgId)} AS plan,
+      ${organizationStorageOverrideExpression(sql, orgId)} AS storage_limit_bytes,
+      coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
+    FROM repositories r WHERE r.org_id = ${orgId} AND r.deleted_at IS NULL`.pipe(decodeRows(UsageRow))
+
+const RepoBytes = Schema.Struct({ name: Schema.String, bytes: Int8 })
+
+/** Each live repository of the organization with its bytes (packs + LFS), largest first. */
+export const repositoryBytesOf = (sql: SqlClient.SqlClient, orgId: string) =>
+  sql`
+    SELECT name, pack_bytes + lfs_bytes AS bytes FROM repositories
+    WHERE org_id = ${orgId} AND deleted_at IS NULL ORDER BY bytes DESC, name`.pipe(decodeRows(RepoBytes))

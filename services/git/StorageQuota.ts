@@ -1,16 +1,11 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import { SqlClient } from "effect/sql"
 import type { StorageUsage } from "../../schemas/git/Lifecycle.ts"
-import { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { enqueueMails } from "../mail/MailOutbox.ts"
-import { decodeRows, Int8 } from "../platform/Rows.ts"
 import { lifecycle, perPlan } from "../tenancy/Plans.ts"
-import {
-  organizationPlanExpression,
-  organizationSlugs,
-  organizationStorageOverrideExpression,
-  ownerEmails
-} from "../tenancy/Tenancy.ts"
+import { organizationSlugs, ownerEmails } from "../tenancy/Tenancy.ts"
+import { organizationStorageUsage, repositoryBytesOf } from "./RepositoryRows.ts"
+import { clearStorageCrossing, recordStorageCrossing } from "./StorageWarningRows.ts"
 
 /** Storage per organization, from the plan table. */
 export const storageLimitBytes = perPlan((p) => p.storageBytes)
@@ -26,28 +21,13 @@ export interface StorageStanding {
   readonly warning: string | undefined
 }
 
-/**
- * An organization's plan, its storage override (the admin API's "100 GB+") and the bytes of
- * its live repositories (`sum(bigint)` is a `numeric`: a string). Trashed repositories stop
- * counting at their deletion.
- */
-const UsageRow = Schema.Struct({
-  plan: Schema.NullOr(Plan),
-  storage_limit_bytes: Schema.NullOr(Int8),
-  used: Schema.NumberFromString
-})
-
 const percentOf = (used: number, limit: number) => Math.round((used / limit) * 1000) / 10
 
 /** How much of its plan's storage an organization uses (packs + LFS of its live repositories). */
 export const storageStanding = (orgId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const [row] = yield* sql`
-      SELECT ${organizationPlanExpression(sql, orgId)} AS plan,
-        ${organizationStorageOverrideExpression(sql, orgId)} AS storage_limit_bytes,
-        coalesce(sum(r.pack_bytes + r.lfs_bytes), 0) AS used
-      FROM repositories r WHERE r.org_id = ${orgId} AND r.deleted_at IS NULL`.pipe(decodeRows(UsageRow), Effect.orDie)
+    const [row] = yield* organizationStorageUsage(sql, orgId).pipe(Effect.orDie)
     const limitBytes = row?.storage_limit_bytes ?? storageLimitBytes[row?.plan ?? "free"]
     const usedBytes = row?.used ?? 0
     const percent = percentOf(usedBytes, limitBytes)
@@ -62,19 +42,12 @@ export const storageStanding = (orgId: string) =>
     } satisfies StorageStanding
   })
 
-const RepoBytes = Schema.Struct({ name: Schema.String, bytes: Int8 })
-
 /** `GET /api/v1/code/storage`: the standing with each live repository's bytes, largest first. */
 export const storageUsage = (orgId: string) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     const standing = yield* storageStanding(orgId)
-    const repositories = yield* sql`
-      SELECT name, pack_bytes + lfs_bytes AS bytes FROM repositories
-      WHERE org_id = ${orgId} AND deleted_at IS NULL ORDER BY bytes DESC, name`.pipe(
-      decodeRows(RepoBytes),
-      Effect.orDie
-    )
+    const repositories = yield* repositoryBytesOf(sql, orgId).pipe(Effect.orDie)
     return {
       usedBytes: standing.usedBytes,
       limitBytes: standing.limitBytes,
@@ -82,8 +55,6 @@ export const storageUsage = (orgId: string) =>
       repositories
     } satisfies StorageUsage
   })
-
-const CrossedRow = Schema.Struct({ crossed_at: Schema.Date })
 
 /**
  * One e-mail to the owners per crossing of the warning line (GUIDE §16): the first push at
@@ -94,13 +65,11 @@ export const noteStorageStanding = (orgId: string, standing: StorageStanding) =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     if (standing.warning === undefined) {
-      yield* sql`DELETE FROM storage_warnings WHERE org_id = ${orgId}`
+      yield* clearStorageCrossing(sql, orgId)
       return
     }
     yield* sql.withTransaction(Effect.gen(function*() {
-      const crossed = yield* sql`
-        INSERT INTO storage_warnings (org_id) VALUES (${orgId}) ON CONFLICT (org_id) DO NOTHING
-        RETURNING crossed_at`.pipe(decodeRows(CrossedRow))
+      const crossed = yield* recordStorageCrossing(sql, orgId)
       if (crossed.length === 0) return
       const owners = yield* ownerEmails(sql, orgId)
       const [org] = yield* organizationSlugs(sql, [orgId])

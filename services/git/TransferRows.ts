@@ -4,6 +4,7 @@ import type * as Statement from "effect/sql/Statement"
 import type { Transfer } from "../../schemas/git/Lifecycle.ts"
 import { TransferState } from "../../schemas/git/Lifecycle.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
+import { organizationDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `repo_transfers` table: its row and every statement on it. A pending transfer whose
@@ -51,7 +52,8 @@ export const findTransfers = (sql: SqlClient.SqlClient, rest: Statement.Fragment
   sql`
     SELECT t.*, r.name AS repo_name, r.slug AS repo_slug, r.pack_bytes + r.lfs_bytes AS repo_bytes, f.slug AS from_org_slug, o.slug AS to_org_slug
     FROM repo_transfers t JOIN repositories r ON r.id = t.repo_id
-    JOIN organizations f ON f.id = t.from_org_id JOIN organizations o ON o.id = t.to_org_id ${rest}`.pipe(
+    JOIN ${organizationDirectory(sql)} f ON f.id = t.from_org_id
+    JOIN ${organizationDirectory(sql)} o ON o.id = t.to_org_id ${rest}`.pipe(
     decodeRows(TransferRow)
   )
 
@@ -89,3 +91,12 @@ export const decideTransfer = (
   sql`
     UPDATE repo_transfers SET state = ${decision.state}, decided_by = ${decision.by}, decided_at = ${decision.now}
     WHERE id = ${id}`
+
+export const transferById = (sql: SqlClient.SqlClient, id: string) => findTransfers(sql, sql`WHERE t.id = ${id}`)
+
+/** The organization's transfers, out and in, newest first. */
+export const transfersOf = (sql: SqlClient.SqlClient, orgId: string) =>
+  findTransfers(
+    sql,
+    sql`WHERE t.from_org_id = ${orgId} OR t.to_org_id = ${orgId} ORDER BY t.created_at DESC, t.id DESC`
+  )

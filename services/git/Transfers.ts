@@ -20,12 +20,13 @@ import { storageStanding } from "./StorageQuota.ts"
 import {
   decideTransfer,
   expirePending,
-  findTransfers,
   insertTransfer,
   lockTransfer,
   stateAt,
   toTransfer,
-  type TransferRow
+  transferById,
+  type TransferRow,
+  transfersOf
 } from "./TransferRows.ts"
 
 const DAY_MS = 24 * 60 * 60 * 1000
@@ -78,7 +79,7 @@ export class Transfers extends Context.Service<Transfers, {
       const notFound = (id: string) => new NotFound({ message: `Transfer '${id}' not found` })
 
       const load = (id: string) =>
-        findTransfers(sql, sql`WHERE t.id = ${id}`).pipe(
+        transferById(sql, id).pipe(
           Effect.orDie,
           Effect.map((rows) => Option.fromNullishOr(rows[0]))
         )
@@ -140,10 +141,7 @@ export class Transfers extends Context.Service<Transfers, {
 
       const list = Effect.fn("Transfers.list")(function*(orgId: string) {
         const now = yield* Clock.currentTimeMillis
-        const rows = yield* findTransfers(
-          sql,
-          sql`WHERE t.from_org_id = ${orgId} OR t.to_org_id = ${orgId} ORDER BY t.created_at DESC, t.id DESC`
-        ).pipe(Effect.orDie)
+        const rows = yield* transfersOf(sql, orgId).pipe(Effect.orDie)
         return { transfers: rows.map((row) => toTransfer(row, now)), count: rows.length }
       })
 
@@ -168,7 +166,7 @@ export class Transfers extends Context.Service<Transfers, {
       const stillPending = (row: TransferRow, now: number) =>
         Effect.gen(function*() {
           yield* lockTransfer(sql, row.id)
-          const [fresh] = yield* findTransfers(sql, sql`WHERE t.id = ${row.id}`)
+          const [fresh] = yield* transferById(sql, row.id)
           const state = stateAt(fresh, now)
           if (state === "expired" && fresh.state === "pending") {
             yield* decideTransfer(sql, row.id, { state: "expired", by: null, now: new Date(now) })

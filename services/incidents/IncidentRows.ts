@@ -134,8 +134,41 @@ export const lockIncident = (sql: SqlClient.SqlClient, orgId: string, id: string
   )
 
 /** Sets the status, and `resolved_at` to `resolvedAt` (an SQL expression: NULL, kept, or a time). */
-export const setIncidentStatus = (sql: SqlClient.SqlClient, id: string, status: IncidentStatus, resolvedAt: Fragment) =>
-  sql`UPDATE incidents SET status = ${status}, resolved_at = ${resolvedAt} WHERE id = ${id}`
+/** An incident by id within its organization (a list of one, or none). */
+export const incidentById = (sql: SqlClient.SqlClient, orgId: string, id: string) =>
+  selectIncidents(sql, sql`i.org_id = ${orgId} AND i.id = ${id}`)
+
+/** A page of the organization's incidents, newest first: all, one status, or the unresolved ones. */
+export const listIncidents = (
+  sql: SqlClient.SqlClient,
+  orgId: string,
+  options: { readonly status?: IncidentStatus | undefined; readonly unresolved?: boolean | undefined },
+  limit: number
+) => {
+  const filter = options.status !== undefined
+    ? sql`AND i.status = ${options.status}`
+    : options.unresolved === true
+    ? sql`AND i.status <> 'resolved'`
+    : sql.literal("")
+  return selectIncidents(sql, sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`)
+}
+
+/** What a status change does to `resolved_at`: clears it, keeps it, or sets it to an instant. */
+export type ResolvedAt = "clear" | "keep" | Date
+
+export const setIncidentStatus = (
+  sql: SqlClient.SqlClient,
+  id: string,
+  status: IncidentStatus,
+  resolved: ResolvedAt
+) => {
+  const resolvedAt = resolved === "clear"
+    ? sql`NULL`
+    : resolved === "keep"
+    ? sql`resolved_at`
+    : sql`${resolved.toISOString()}::timestamptz`
+  return sql`UPDATE incidents SET status = ${status}, resolved_at = ${resolvedAt} WHERE id = ${id}`
+}
 
 /** Sets the fields of `patch` that are given (the others keep their value) and `updated_at`. */
 /** Writes the edited fields; `window` is the maintenance window after the edit (checked by the caller). */

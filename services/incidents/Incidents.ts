@@ -1,6 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
-import type { Fragment } from "effect/sql/Statement"
 import {
   type AddIncidentUpdate,
   type CreateIncident,
@@ -24,11 +23,12 @@ import { inTransaction } from "../platform/Rows.ts"
 import {
   activeIncidents,
   deleteIncident,
+  incidentById,
   insertIncident,
   insertIncidentUpdate,
   lastIncidentChange,
+  listIncidents,
   lockIncident,
-  selectIncidents,
   setIncidentStatus,
   toIncident,
   touchIncident,
@@ -98,7 +98,7 @@ export class Incidents extends Context.Service<Incidents, {
       const now = Effect.map(Clock.currentTimeMillis, (ms) => new Date(ms))
       const load = (orgId: string, id: string) =>
         Effect.flatMap(
-          selectIncidents(sql, sql`i.org_id = ${orgId} AND i.id = ${id}`),
+          incidentById(sql, orgId, id),
           (rows) => rows.length === 0 ? Effect.fail(notFound(id)) : Effect.succeed(toIncident(rows[0]))
         )
 
@@ -161,12 +161,7 @@ export class Incidents extends Context.Service<Incidents, {
 
       const list = Effect.fn("Incidents.list")(function*(orgId: string, options?: ListIncidentsOptions) {
         const limit = Math.min(100, Math.max(1, Math.trunc(options?.limit ?? 50)))
-        const filter = options?.status !== undefined
-          ? sql`AND i.status = ${options.status}`
-          : options?.unresolved === true
-          ? sql`AND i.status <> 'resolved'`
-          : sql.literal("")
-        const rows = yield* selectIncidents(sql, sql`i.org_id = ${orgId} ${filter}`, sql`LIMIT ${limit}`).pipe(
+        const rows = yield* listIncidents(sql, orgId, options ?? {}, limit).pipe(
           Effect.orDie
         )
         return { incidents: rows.map(toIncident), count: rows.length > 0 ? rows[0].total : 0 }
@@ -189,12 +184,7 @@ export class Incidents extends Context.Service<Incidents, {
        */
       const transition = (id: string, from: IncidentStatus, to: IncidentStatus, at: Date) =>
         Effect.gen(function*() {
-          const resolvedAt: Fragment = to !== "resolved"
-            ? sql`NULL`
-            : from === "resolved"
-            ? sql`resolved_at`
-            : sql`${at.toISOString()}::timestamptz`
-          yield* setIncidentStatus(sql, id, to, resolvedAt)
+          yield* setIncidentStatus(sql, id, to, to !== "resolved" ? "clear" : from === "resolved" ? "keep" : at)
           return to === "resolved" && from !== "resolved" ? INCIDENT_EVENTS.resolved : INCIDENT_EVENTS.updated
         })
 

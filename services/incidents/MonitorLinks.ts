@@ -3,6 +3,7 @@ import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { FieldIssue } from "../../schemas/monitors/Monitors.ts"
 import type { MonitorRepository } from "../monitors/MonitorRepository.ts"
+import { deleteMonitorLinks, insertMonitorLinks, type MonitorLinkTable } from "./MonitorLinkRows.ts"
 
 /**
  * The issues of a list of monitor ids that must all name monitors of `orgId` (incidents'
@@ -27,21 +28,14 @@ export const foreignMonitorIssues = (
  * dropped, first occurrence kept). Run it in the transaction that changes the owner.
  */
 export const replaceMonitorLinks = (
-  link:
-    | { readonly table: "incident_monitors"; readonly ownerColumn: "incident_id" }
-    | { readonly table: "component_monitors"; readonly ownerColumn: "component_id" },
+  link: MonitorLinkTable,
   ownerId: string,
   monitorIds: ReadonlyArray<string>
 ): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
-    const table = sql.literal(link.table)
-    const owner = sql.literal(link.ownerColumn)
-    yield* sql`DELETE FROM ${table} WHERE ${owner} = ${ownerId}`
+    yield* deleteMonitorLinks(sql, link, ownerId)
     const distinct = [...new Set(monitorIds)]
     if (distinct.length === 0) return
-    const rows = JSON.stringify(distinct.map((monitorId, position) => ({ monitorId, position })))
-    yield* sql`
-      INSERT INTO ${table} (${owner}, monitor_id, position)
-      SELECT ${ownerId}, r."monitorId", r.position FROM jsonb_to_recordset(${rows}::jsonb) AS r("monitorId" text, position int)`
+    yield* insertMonitorLinks(sql, link, ownerId, distinct)
   })

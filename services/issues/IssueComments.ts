@@ -9,6 +9,7 @@ import {
 import type { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { insertIssueComment, issueComments, toComment } from "./IssueCommentRows.ts"
 import { eventRepository, selectIssue, toIssue, touchIssue } from "./IssueRows.ts"
 import { issueNotFound, refuseArchived } from "./RepositoryIssues.ts"
@@ -59,10 +60,7 @@ export class IssueComments extends Context.Service<IssueComments, {
             })).pipe(Effect.orDie)
             return comment
           })
-          return yield* sql.withTransaction(transaction).pipe(
-            Effect.catchTag("SqlError", Effect.die),
-            Effect.provideService(SqlClient.SqlClient, sql)
-          )
+          return yield* inTransaction(sql, transaction)
         }
       )
 

@@ -14,6 +14,7 @@ import { publish } from "../events/Events.ts"
 import { refuseArchived, type RepoRecord } from "../git/Repositories.ts"
 import { nextNumber } from "../git/RepositoryNumbers.ts"
 import { makeId } from "../platform/Ids.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import {
   cleanLabels,
   closeIssueRow,
@@ -71,26 +72,29 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
         function*(repo: RepoRecord, author: IssuePerson, input: CreateRepositoryIssue) {
           yield* refuseArchived(repo)
           const labels = cleanLabels(input.labels ?? [])
-          return yield* inSql(sql.withTransaction(Effect.gen(function*() {
-            const number = yield* nextNumber(repo.id)
-            const row = yield* insertIssue(sql, {
-              id: makeId("iss"),
-              repoId: repo.id,
-              number,
-              title: input.title.trim(),
-              body: input.body ?? "",
-              labels,
-              author
+          return yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              const number = yield* nextNumber(repo.id)
+              const row = yield* insertIssue(sql, {
+                id: makeId("iss"),
+                repoId: repo.id,
+                number,
+                title: input.title.trim(),
+                body: input.body ?? "",
+                labels,
+                author
+              })
+              const issue = toIssue(row)
+              yield* publish(IssueOpenedEvent.make(repo.orgId, {
+                repository: eventRepository(repo),
+                issue,
+                sender: author,
+                timestamp: issue.createdAt
+              }))
+              return issue
             })
-            const issue = toIssue(row)
-            yield* publish(IssueOpenedEvent.make(repo.orgId, {
-              repository: eventRepository(repo),
-              issue,
-              sender: author,
-              timestamp: issue.createdAt
-            }))
-            return issue
-          }))).pipe(Effect.orDie)
+          )
         }
       )
 
@@ -151,9 +155,7 @@ export class RepositoryIssues extends Context.Service<RepositoryIssues, {
             }
             return issue
           })
-          return yield* inSql(sql.withTransaction(transaction)).pipe(
-            Effect.catchTag("SqlError", Effect.die)
-          )
+          return yield* inTransaction(sql, transaction)
         }
       )
 

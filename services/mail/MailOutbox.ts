@@ -1,8 +1,8 @@
-import { Cause, Context, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Cause, Context, Duration, Effect, Layer, Schedule } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
-import { decodeRows } from "../platform/Rows.ts"
 import { Mailer, MailError } from "./Mailer.ts"
+import { claimDueMails, type ClaimedMail, insertMails, markMailFailed, markMailSent } from "./MailOutboxRows.ts"
 
 /**
  * The durable mail outbox: notifications are rows of `mail_outbox`, written in the
@@ -51,34 +51,19 @@ export const enqueueMails = (
   Effect.gen(function*() {
     if (mails.length === 0) return 0
     const sql = yield* SqlClient.SqlClient
-    const payload = JSON.stringify(mails.map((mail) => ({
-      key: mail.idempotencyKey,
-      to: mail.to,
-      subject: mail.subject,
-      text: mail.text,
-      html: mail.html ?? null,
-      headers: mail.headers ?? {}
-    })))
-    const rows = yield* sql`
-      INSERT INTO mail_outbox (idempotency_key, recipient, subject, text_body, html_body, headers)
-      SELECT m->>'key', m->>'to', m->>'subject', m->>'text', m->>'html', m->'headers'
-      FROM jsonb_array_elements(${payload}::jsonb) AS m
-      ON CONFLICT (idempotency_key) DO NOTHING
-      RETURNING id`
+    const rows = yield* insertMails(
+      sql,
+      mails.map((mail) => ({
+        key: mail.idempotencyKey,
+        to: mail.to,
+        subject: mail.subject,
+        text: mail.text,
+        html: mail.html ?? null,
+        headers: mail.headers ?? {}
+      }))
+    )
     return rows.length
   })
-
-/** A mail claimed for sending (`id` is a bigint, read as text). */
-const ClaimedMail = Schema.Struct({
-  id: Schema.String,
-  recipient: Schema.String,
-  subject: Schema.String,
-  textBody: Schema.String,
-  htmlBody: Schema.NullOr(Schema.String),
-  headers: Schema.NullOr(Schema.Record(Schema.String, Schema.String)),
-  attempts: Schema.Int
-})
-type ClaimedMail = typeof ClaimedMail.Type
 
 export class MailOutbox extends Context.Service<MailOutbox, {
   readonly enqueue: (mails: ReadonlyArray<OutboxMail>) => Effect.Effect<number, SqlError, SqlClient.SqlClient>
@@ -95,18 +80,7 @@ export class MailOutbox extends Context.Service<MailOutbox, {
         const retryBaseMs = Duration.toMillis(Duration.fromInputUnsafe(options.retryBase ?? "2 seconds"))
         const maxAttempts = options.maxAttempts ?? 12
 
-        const claim = sql`
-          UPDATE mail_outbox SET attempts = attempts + 1,
-            next_attempt_at = now() + make_interval(secs => ${LEASE_SECONDS})
-          WHERE id IN (
-            SELECT id FROM mail_outbox
-            WHERE sent_at IS NULL AND failed_at IS NULL AND next_attempt_at <= now()
-            ORDER BY next_attempt_at LIMIT ${BATCH}
-            FOR UPDATE SKIP LOCKED)
-          RETURNING id::text AS id, recipient, subject, text_body AS "textBody", html_body AS "htmlBody", headers, attempts`
-          .pipe(
-            decodeRows(ClaimedMail)
-          )
+        const claim = claimDueMails(sql, BATCH, LEASE_SECONDS)
 
         const deliver = (mail: ClaimedMail) =>
           mailer.send({
@@ -121,18 +95,18 @@ export class MailOutbox extends Context.Service<MailOutbox, {
               duration: "60 seconds",
               orElse: () => Effect.fail(new MailError({ message: "Sending timed out after 60 s" }))
             }),
-            Effect.andThen(sql`UPDATE mail_outbox SET sent_at = now(), last_error = NULL WHERE id = ${mail.id}`),
+            Effect.andThen(markMailSent(sql, mail.id)),
             Effect.catchTag("MailError", (error) => {
               const giveUp = mail.attempts >= maxAttempts
               const delayMs = Math.min(MAX_BACKOFF_MS, retryBaseMs * 2 ** (mail.attempts - 1))
               // The recipient is personal data: log the row id only.
               return Effect.logWarning("MailOutbox: sending failed", error.message).pipe(
                 Effect.annotateLogs({ mailId: mail.id, attempts: mail.attempts, giveUp }),
-                Effect.andThen(sql`
-                  UPDATE mail_outbox SET last_error = ${error.message.slice(0, 1000)},
-                    failed_at = ${giveUp ? sql.literal("now()") : sql.literal("NULL")},
-                    next_attempt_at = now() + make_interval(secs => ${delayMs / 1000})
-                  WHERE id = ${mail.id}`)
+                Effect.andThen(markMailFailed(sql, mail.id, {
+                  error: error.message.slice(0, 1000),
+                  giveUp,
+                  delaySeconds: delayMs / 1000
+                }))
               )
             })
           )

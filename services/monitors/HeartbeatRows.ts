@@ -2,6 +2,7 @@ import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { type Heartbeat, HeartbeatStatus } from "../../schemas/monitors/Monitors.ts"
+import { appendSelectedStatement } from "../events/Events.ts"
 import { decodeRows, Int8 } from "../platform/Rows.ts"
 
 /*
@@ -130,3 +131,39 @@ export const deleteHeartbeatsBefore = (sql: SqlClient.SqlClient, monitorIds: Rea
     decodeRows(Schema.Struct({ n: Int8 })),
     Effect.map((rows) => rows[0]?.n ?? 0)
   )
+
+/** The monitors whose heartbeat `recordChecks` inserted: the condition of its other parts. */
+export const recordedMonitorIds = (sql: SqlClient.SqlClient) => sql.literal("(SELECT monitor_id FROM heartbeat)")
+
+const InsertedRow = Schema.Struct({ monitorId: Schema.String })
+
+/**
+ * Checks of many monitors as one statement (one round trip): the heartbeats' insert and, each
+ * applied only to the monitors in `recordedMonitorIds`, the uptime rollups, the monitors'
+ * statuses and the events (`events`: a JSON array of `{monitorId, type, orgId, data}` in
+ * append order). Answers the monitors whose heartbeat was new. No NOTIFY in it (it would
+ * serialise every check's commit cluster-wide): the caller wakes readers once it committed.
+ */
+export const recordChecks = (
+  sql: SqlClient.SqlClient,
+  parts: {
+    readonly beats: ReadonlyArray<NewHeartbeat>
+    readonly rollups: Statement.Fragment | undefined
+    readonly status: Statement.Fragment | undefined
+    readonly events: string
+  }
+) =>
+  sql`
+    WITH heartbeat AS (${insertHeartbeatsStatement(sql, parts.beats)}),
+    ${parts.rollups === undefined ? sql.literal("") : sql`rollup AS (${parts.rollups}),`}
+    ${parts.status === undefined ? sql.literal("") : sql`status AS (${parts.status}),`}
+    appended AS (${
+    appendSelectedStatement(
+      sql,
+      sql`SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
+        FROM jsonb_array_elements(${parts.events}::jsonb) WITH ORDINALITY AS e(value, n)
+        WHERE e.value->>'monitorId' IN ${recordedMonitorIds(sql)}
+        ORDER BY e.n`
+    )
+  })
+    SELECT monitor_id AS "monitorId" FROM heartbeat`.pipe(decodeRows(InsertedRow))

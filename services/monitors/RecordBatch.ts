@@ -1,11 +1,10 @@
-import { Effect, Schema } from "effect"
+import { Effect } from "effect"
 import type { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import { HeartbeatEvent, MonitorStatusEvent } from "../../schemas/monitors/Monitors.ts"
-import { appendSelectedStatement, type NewDomainEvent } from "../events/Events.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import type { NewDomainEvent } from "../events/Events.ts"
 import type { CheckResult } from "./checks/Checker.ts"
-import { insertHeartbeatsStatement, type NewHeartbeat } from "./HeartbeatRows.ts"
+import { type NewHeartbeat, recordChecks, recordedMonitorIds } from "./HeartbeatRows.ts"
 import type { MonitorRepository } from "./MonitorRepository.ts"
 import type { CheckState } from "./MonitorRows.ts"
 import { type MonitorStatus, type Transition, transition } from "./MonitorState.ts"
@@ -35,8 +34,6 @@ export type RecordOutcome =
   | { readonly _tag: "Recorded"; readonly transition: Transition; readonly status: MonitorStatus }
   /** Nothing written: the attempt was already recorded, or the monitor is gone or inactive. */
   | { readonly _tag: "Skipped"; readonly reason: "duplicate" | "inactive" }
-
-const InsertedRow = Schema.Struct({ monitorId: Schema.String })
 
 const inactive: RecordOutcome = { _tag: "Skipped", reason: "inactive" }
 const duplicate: RecordOutcome = { _tag: "Skipped", reason: "duplicate" }
@@ -150,7 +147,7 @@ export const recordBatch = (
     if (planned.size === 0) return inputs.map(() => inactive)
     const all = [...planned.values()]
     // Every part is applied only to the monitors whose heartbeat the statement inserted.
-    const recorded = sql.literal("(SELECT monitor_id FROM heartbeat)")
+    const recorded = recordedMonitorIds(sql)
     const rollups = accountIntervalsStatement(sql, all.flatMap((p) => p.rollup ?? []), recorded)
     const applied = all.flatMap((p) => p.state ?? [])
     const status = applied.length === 0 ? undefined : repository.applyChecks(applied, recorded)
@@ -163,22 +160,7 @@ export const recordBatch = (
         data: event.data === undefined ? null : event.data
       }))
     ))
-    // No NOTIFY in it (it would serialise every check's commit cluster-wide): the caller wakes
-    // readers once it committed (`Events.notifyCommitted`).
-    const rows = yield* sql`
-      WITH heartbeat AS (${insertHeartbeatsStatement(sql, all.map((p) => p.beat))}),
-      ${rollups === undefined ? sql.literal("") : sql`rollup AS (${rollups}),`}
-      ${status === undefined ? sql.literal("") : sql`status AS (${status}),`}
-      appended AS (${
-      appendSelectedStatement(
-        sql,
-        sql`SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
-          FROM jsonb_array_elements(${events}::jsonb) WITH ORDINALITY AS e(value, n)
-          WHERE e.value->>'monitorId' IN ${recorded}
-          ORDER BY e.n`
-      )
-    })
-      SELECT monitor_id AS "monitorId" FROM heartbeat`.pipe(decodeRows(InsertedRow))
+    const rows = yield* recordChecks(sql, { beats: all.map((p) => p.beat), rollups, status, events })
     const inserted = new Set(rows.map((row) => row.monitorId))
     return inputs.map((input): RecordOutcome => {
       const p = planned.get(input.monitorId)

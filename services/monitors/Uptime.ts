@@ -1,10 +1,10 @@
-import { Clock, Context, Effect, Layer, Schema } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
-import { decodeRows } from "../platform/Rows.ts"
 import { deleteHeartbeatsBefore } from "./HeartbeatRows.ts"
 import { MonitorRepository } from "./MonitorRepository.ts"
+import { type Bucket, dailyRollups, rollupTotals, upsertUptimeBuckets, upsertUptimeRows } from "./UptimeRows.ts"
 
 /**
  * Uptime from hourly rollups (GUIDE §6): the share of a window a monitor was not `down`,
@@ -61,15 +61,6 @@ export interface AccountIntervalInput {
 /** Longest interval accounted at once; anything older is dropped (a year of hourly rows). */
 const MAX_INTERVAL_MS = 400 * DAY_MS
 
-interface Bucket {
-  hour: number
-  up_ms: number
-  down_ms: number
-  checks: number
-  failed_checks: number
-  response_time_sum: number
-}
-
 const floorHour = (ms: number) => Math.floor(ms / HOUR_MS) * HOUR_MS
 
 /** The rows `accountInterval` adds, one per touched hour (pure, for tests and reuse). */
@@ -115,25 +106,11 @@ export const intervalBuckets = (input: AccountIntervalInput): ReadonlyArray<Buck
 export const accountIntervalStatement = (
   sql: SqlClient.SqlClient,
   input: AccountIntervalInput,
-  when: Statement.Fragment = sql.literal("true")
+  when?: Statement.Fragment
 ) => {
   const buckets = intervalBuckets(input)
   if (buckets.length === 0) return undefined
-  const rows = JSON.stringify(buckets.map((bucket) => ({ ...bucket, hour: new Date(bucket.hour).toISOString() })))
-  return sql`
-    INSERT INTO monitor_uptime_hourly AS t
-      (monitor_id, hour, up_ms, down_ms, checks, failed_checks, response_time_sum)
-    SELECT ${input.monitorId}, r.hour, r.up_ms, r.down_ms, r.checks, r.failed_checks, r.response_time_sum
-    FROM jsonb_to_recordset(${rows}::jsonb)
-      AS r(hour timestamptz, up_ms bigint, down_ms bigint, checks integer, failed_checks integer,
-           response_time_sum bigint)
-    WHERE ${when}
-    ON CONFLICT (monitor_id, hour) DO UPDATE SET
-      up_ms = t.up_ms + EXCLUDED.up_ms,
-      down_ms = t.down_ms + EXCLUDED.down_ms,
-      checks = t.checks + EXCLUDED.checks,
-      failed_checks = t.failed_checks + EXCLUDED.failed_checks,
-      response_time_sum = t.response_time_sum + EXCLUDED.response_time_sum`
+  return upsertUptimeBuckets(sql, input.monitorId, buckets, when)
 }
 
 /**
@@ -153,21 +130,7 @@ export const accountIntervalsStatement = (
       hour: new Date(bucket.hour).toISOString()
     }))
   )
-  if (rows.length === 0) return undefined
-  return sql`
-    INSERT INTO monitor_uptime_hourly AS t
-      (monitor_id, hour, up_ms, down_ms, checks, failed_checks, response_time_sum)
-    SELECT r.monitor_id, r.hour, r.up_ms, r.down_ms, r.checks, r.failed_checks, r.response_time_sum
-    FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-      AS r(monitor_id text, hour timestamptz, up_ms bigint, down_ms bigint, checks integer, failed_checks integer,
-           response_time_sum bigint)
-    WHERE r.monitor_id IN ${monitorIds}
-    ON CONFLICT (monitor_id, hour) DO UPDATE SET
-      up_ms = t.up_ms + EXCLUDED.up_ms,
-      down_ms = t.down_ms + EXCLUDED.down_ms,
-      checks = t.checks + EXCLUDED.checks,
-      failed_checks = t.failed_checks + EXCLUDED.failed_checks,
-      response_time_sum = t.response_time_sum + EXCLUDED.response_time_sum`
+  return rows.length === 0 ? undefined : upsertUptimeRows(sql, rows, monitorIds)
 }
 
 /**
@@ -197,18 +160,6 @@ export const uptimePercent = (totals: UptimeTotals): number => {
   return total <= 0 ? 100 : (totals.upMs / total) * 100
 }
 
-/** A row of `uptimeTotals`: the monitor, and `up_<i>`/`down_<i>` (float8 ms) for each window `i`. */
-const totalsRow = (windows: number) =>
-  Schema.Struct({
-    id: Schema.String,
-    ...Object.fromEntries(
-      Array.from({ length: windows }, (_, i) => i).flatMap((i) => [
-        [`up_${i}`, Schema.Number] as const,
-        [`down_${i}`, Schema.Number] as const
-      ])
-    )
-  })
-
 /**
  * Up and down milliseconds of each monitor in each window ending at `now`, in one rollup query for
  * all monitors: rollup hours inside the window count fully, the hour the window starts in
@@ -228,35 +179,10 @@ export const uptimeTotals = <W extends UptimeWindow>(
     if (ids.length === 0 || windows.length === 0) return result
     const nowMs = now.getTime()
     const starts = windows.map((window) => nowMs - UPTIME_WINDOW_MS[window])
-    const earliest = new Date(Math.min(...starts)).toISOString()
-    const sums = starts.flatMap((start, i) => {
-      // Hours starting inside [start, now) count fully; the one hour straddling `start` counts
-      // its share clamp((h + 1h - start) / 1h, 0, 1). Everything is summed in float8 (exact for
-      // these magnitudes): numeric arithmetic per row made this query several times slower.
-      const from = new Date(start).toISOString()
-      const share = sql`(date_part('epoch', h.hour - ${from}::timestamptz) / 3600 + 1)`
-      const boundary = sql`h.hour > ${from}::timestamptz - interval '1 hour' AND h.hour < ${from}::timestamptz`
-      const total = (column: "up_ms" | "down_ms") =>
-        sql`coalesce(sum(h.${sql.literal(column)}::float8) FILTER (WHERE h.hour >= ${from}::timestamptz), 0)
-          + coalesce(sum(h.${sql.literal(column)}::float8 * ${share}) FILTER (WHERE ${boundary}), 0)`
-      return [
-        sql`${total("up_ms")} AS ${sql.literal(`up_${i}`)}`,
-        sql`${total("down_ms")} AS ${sql.literal(`down_${i}`)}`
-      ]
-    })
     // The monitors' open intervals come from their owner; the rollups are summed here.
     const spans = yield* monitors.statusSpans(ids)
     if (spans.length === 0) return result
-    const rows = yield* sql`
-      SELECT m.id, r.*
-      FROM unnest(${spans.map((span) => span.id)}::text[]) AS m(id)
-      LEFT JOIN LATERAL (
-        SELECT ${sql.csv(sums)}
-        FROM monitor_uptime_hourly h
-        WHERE h.monitor_id = m.id
-          AND h.hour > ${earliest}::timestamptz - interval '1 hour'
-          AND h.hour < ${now.toISOString()}::timestamptz
-      ) r ON true`.pipe(decodeRows(totalsRow(windows.length)))
+    const rows = yield* rollupTotals(sql, spans.map((span) => span.id), starts, now)
     const byId = new Map(rows.map((row) => [row.id, row]))
     for (const span of spans) {
       const row: Readonly<Record<string, number | string>> = byId.get(span.id) ?? {}
@@ -280,13 +206,6 @@ export interface DailyUptime extends UptimeTotals {
   readonly date: string
 }
 
-const DailyRow = Schema.Struct({
-  monitorId: Schema.String,
-  date: Schema.String,
-  upMs: Schema.Number,
-  downMs: Schema.Number
-})
-
 /** Up and down milliseconds per monitor per UTC day over the last `days` days; days without data are absent. */
 export const dailyUptimeTotals = (
   sql: SqlClient.SqlClient,
@@ -299,12 +218,7 @@ export const dailyUptimeTotals = (
     const ids = [...new Set(monitorIds)]
     if (ids.length === 0) return result
     const from = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (days - 1) * DAY_MS)
-    const rows = yield* sql`
-      SELECT monitor_id AS "monitorId", to_char(hour AT TIME ZONE 'UTC', 'YYYY-MM-DD') AS date,
-        sum(up_ms)::float8 AS "upMs", sum(down_ms)::float8 AS "downMs"
-      FROM monitor_uptime_hourly
-      WHERE monitor_id IN ${sql.in(ids)} AND hour >= ${from.toISOString()}::timestamptz
-      GROUP BY 1, 2 ORDER BY 1, 2`.pipe(decodeRows(DailyRow))
+    const rows = yield* dailyRollups(sql, ids, from)
     for (const row of rows) {
       const list = result.get(row.monitorId) ?? []
       list.push({ date: row.date, upMs: row.upMs, downMs: row.downMs })

@@ -10,6 +10,7 @@ import {
 } from "../../schemas/observe/Observe.ts"
 import { NotFound } from "../../schemas/platform/Errors.ts"
 import { publish } from "../events/Events.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { countIssueEvents, findEvent, issueEvents } from "./EventRows.ts"
 import { findIssue, foldIssueCounters, listIssues, setIssueStatus, toIssue } from "./IssueRows.ts"
 import { findRelease, listReleases } from "./ReleaseRows.ts"
@@ -56,13 +57,16 @@ export class Issues extends Context.Service<Issues, {
       })
 
       const setStatus = Effect.fn("Issues.setStatus")(function*(orgId: string, id: string, status: IssueStatus) {
-        const row = yield* sql.withTransaction(Effect.gen(function*() {
-          // Events committed before the change are folded before it: they never regress a resolve.
-          yield* foldIssueCounters(sql, orgId)
-          const row = yield* setIssueStatus(sql, orgId, id, status)
-          if (Option.isSome(row)) yield* publish(IssueUpdatedEvent.make(orgId, { issueId: id, status }))
-          return row
-        })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+        const row = yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            // Events committed before the change are folded before it: they never regress a resolve.
+            yield* foldIssueCounters(sql, orgId)
+            const row = yield* setIssueStatus(sql, orgId, id, status)
+            if (Option.isSome(row)) yield* publish(IssueUpdatedEvent.make(orgId, { issueId: id, status }))
+            return row
+          })
+        )
         if (Option.isNone(row)) return yield* issueNotFound(id)
         return toIssue(row.value)
       })

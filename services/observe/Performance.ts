@@ -1,22 +1,23 @@
-import { Clock, Context, Effect, Layer, Predicate, Schema } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type { LatencyDay, PerformanceStats } from "../../schemas/observe/Performance.ts"
-import { decodeRows, Int8 } from "../platform/Rows.ts"
 import * as Sketch from "./LatencySketch.ts"
+import {
+  foldedDays,
+  foldIntoDaily,
+  type Grain,
+  insertSpans,
+  lockClosedDays,
+  lockClosedDaysShared,
+  markDaysFolded,
+  type RollupGroup,
+  type SpanInput,
+  upsertRollups,
+  windowRollups
+} from "./SpanRows.ts"
 
-/** A span as the ingest pipeline hands it over (spec "Span" plus its event's context). */
-export interface SpanInput {
-  readonly traceId: string
-  readonly spanId: string
-  readonly parentId?: string | undefined
-  readonly name: string
-  readonly durationMs: number
-  readonly status: "ok" | "error"
-  readonly timestamp: Date
-  readonly release?: string | undefined
-  readonly environment?: string | undefined
-}
+export type { SpanInput } from "./SpanRows.ts"
 
 export interface StatsFilter {
   readonly from: Date
@@ -31,21 +32,8 @@ const DAY_MS = 24 * HOUR_MS
 
 const p95 = 0.95
 
-type Grain = "hourly" | "daily"
 const GRAIN_MS: Readonly<Record<Grain, number>> = { hourly: HOUR_MS, daily: DAY_MS }
 const floorTo = (ms: number, step: number) => Math.floor(ms / step) * step
-
-/** One rollup row's worth of spans: the same hour (or day), name, release and environment. */
-interface RollupGroup {
-  readonly bucket: number
-  readonly name: string
-  readonly release: string
-  readonly environment: string
-  spans: number
-  errors: number
-  durationSum: number
-  readonly sketch: Sketch.LatencySketch
-}
 
 /** Groups spans by rollup key, sorted by key so concurrent writers lock rows in one order. */
 const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyArray<RollupGroup> => {
@@ -76,8 +64,6 @@ const rollupGroups = (spans: ReadonlyArray<SpanInput>, grain: Grain): ReadonlyAr
  */
 const COMPACT_AFTER_MS = 2 * HOUR_MS
 const WRITER_MARGIN_MS = HOUR_MS
-/** Advisory lock (class, hashtext(org)): writers of closed days hold it shared, folding exclusively. */
-const LOCK_CLASS = 60_606
 
 /**
  * The whole UTC days of a window (`daysFrom` … `daysTo`, exclusive) and its edge hours
@@ -92,22 +78,6 @@ const windowPlan = (from: Date, to: Date) => {
   if (daysTo <= daysFrom) daysFrom = daysTo = start
   return { start, end, daysFrom, daysTo }
 }
-
-/** A stored sketch, checked by one pass over its counts (a daily row holds many buckets). */
-const StoredSketch = Schema.declare((input): input is Sketch.LatencySketch =>
-  Predicate.isObject(input) && Object.values(input).every((count) => typeof count === "number")
-)
-
-/** A rollup row as statistics read it. */
-const RollupRow = Schema.Struct({
-  day: Schema.String,
-  spans: Int8,
-  errors: Int8,
-  duration: Schema.Number,
-  sketch: Schema.fromJsonString(StoredSketch)
-})
-
-const CompactedDay = Schema.Struct({ day: Schema.Date })
 
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10)
 const iso = (ms: number) => new Date(ms).toISOString()
@@ -140,69 +110,19 @@ export class Performance extends Context.Service<Performance, {
     Effect.gen(function*() {
       const ownSql = yield* SqlClient.SqlClient
 
-      const upsertRollups = (
-        sql: SqlClient.SqlClient,
-        orgId: string,
-        spans: ReadonlyArray<SpanInput>,
-        grain: Grain
-      ) => {
-        const groups = rollupGroups(spans, grain)
-        const table = sql(`span_rollups_${grain}`)
-        // Daily rows exist only for folded days; other days stay hourly until folded.
-        const onlyFolded = grain === "hourly" ? sql.literal("") : sql`
-          WHERE EXISTS (SELECT 1 FROM span_days_compacted c WHERE c.org_id = ${orgId} AND c.day = b::timestamptz)`
-        return sql`
-          INSERT INTO ${table} AS r
-            (org_id, bucket, name, release, environment, span_count, error_count, duration_sum, sketch)
-          SELECT ${orgId}, b::timestamptz, n, rel, env, c, ec, ds, sk::jsonb
-          FROM unnest(
-            ${groups.map((group) => iso(group.bucket))}::text[],
-            ${groups.map((group) => group.name)}::text[],
-            ${groups.map((group) => group.release)}::text[],
-            ${groups.map((group) => group.environment)}::text[],
-            ${groups.map((group) => group.spans)}::int8[],
-            ${groups.map((group) => group.errors)}::int8[],
-            ${groups.map((group) => group.durationSum)}::float8[],
-            ${groups.map((group) => JSON.stringify(group.sketch))}::text[]
-          ) AS v(b, n, rel, env, c, ec, ds, sk)
-          ${onlyFolded}
-          ON CONFLICT (org_id, bucket, name, release, environment) DO UPDATE SET
-            span_count = r.span_count + excluded.span_count,
-            error_count = r.error_count + excluded.error_count,
-            duration_sum = r.duration_sum + excluded.duration_sum,
-            sketch = latency_sketch_merge(r.sketch, excluded.sketch)`
-      }
-
       const recordSpans = (orgId: string, spans: ReadonlyArray<SpanInput>) =>
         Effect.gen(function*() {
           if (spans.length === 0) return
-          // The caller's client, so the statements join its transaction. Unset optional text
-          // travels as '' (the driver cannot type an array of nulls) and is stored as NULL.
+          // The caller's client, so the statements join its transaction.
           const sql = yield* SqlClient.SqlClient
           const now = yield* Clock.currentTimeMillis
           const closed = spans.filter((span) =>
             floorTo(span.timestamp.getTime(), DAY_MS) + DAY_MS <= now - WRITER_MARGIN_MS
           )
-          if (closed.length > 0) {
-            yield* sql`SELECT pg_advisory_xact_lock_shared(${LOCK_CLASS}, hashtext(${orgId}))`
-          }
-          yield* sql`
-            INSERT INTO spans
-              (org_id, trace_id, span_id, parent_id, name, duration_ms, is_error, started_at, release, environment)
-            SELECT ${orgId}, t, s, nullif(p, ''), n, d, e, a::timestamptz, nullif(r, ''), nullif(v, '')
-            FROM unnest(
-              ${spans.map((span) => span.traceId)}::text[],
-              ${spans.map((span) => span.spanId)}::text[],
-              ${spans.map((span) => span.parentId ?? "")}::text[],
-              ${spans.map((span) => span.name)}::text[],
-              ${spans.map((span) => Math.max(0, span.durationMs))}::float8[],
-              ${spans.map((span) => span.status === "error")}::bool[],
-              ${spans.map((span) => span.timestamp.toISOString())}::text[],
-              ${spans.map((span) => span.release ?? "")}::text[],
-              ${spans.map((span) => span.environment ?? "")}::text[]
-            ) AS v(t, s, p, n, d, e, a, r, v)`
-          yield* upsertRollups(sql, orgId, spans, "hourly")
-          if (closed.length > 0) yield* upsertRollups(sql, orgId, closed, "daily")
+          if (closed.length > 0) yield* lockClosedDaysShared(sql, orgId)
+          yield* insertSpans(sql, orgId, spans)
+          yield* upsertRollups(sql, orgId, rollupGroups(spans, "hourly"), "hourly")
+          if (closed.length > 0) yield* upsertRollups(sql, orgId, rollupGroups(closed, "daily"), "daily")
         })
 
       /**
@@ -222,35 +142,20 @@ export class Performance extends Context.Service<Performance, {
         const foldedTo = plan.daysFrom + closed.length * DAY_MS
         if (closed.length === 0) return foldedTo
         const folded = Effect.map(
-          sql`
-            SELECT day FROM span_days_compacted WHERE org_id = ${orgId}
-              AND day >= ${iso(plan.daysFrom)}::timestamptz AND day < ${iso(foldedTo)}::timestamptz`.pipe(
-            decodeRows(CompactedDay)
-          ),
+          foldedDays(sql, orgId, plan.daysFrom, foldedTo),
           (rows) => new Set(rows.map((row) => row.day.getTime()))
         )
         const done = yield* folded
         const missing = closed.filter((day) => !done.has(day))
         if (missing.length === 0) return foldedTo
         yield* sql.withTransaction(Effect.gen(function*() {
-          yield* sql`SELECT pg_advisory_xact_lock(${LOCK_CLASS}, hashtext(${orgId}))`
+          yield* lockClosedDays(sql, orgId)
           // Another request may have folded some of them meanwhile.
           const foldedMeanwhile = yield* folded
           const days = missing.filter((day) => !foldedMeanwhile.has(day)).map(iso).join(",")
           if (days === "") return
-          yield* sql`
-            INSERT INTO span_rollups_daily
-              (org_id, bucket, name, release, environment, span_count, error_count, duration_sum, sketch)
-            SELECT org_id, date_trunc('day', bucket, 'UTC'), name, release, environment,
-              sum(span_count), sum(error_count), sum(duration_sum), latency_sketch_sum(sketch)
-            FROM span_rollups_hourly
-            JOIN (SELECT unnest(string_to_array(${days}, ','))::timestamptz AS day) AS todo
-              ON bucket >= todo.day AND bucket < todo.day + interval '24 hours'
-            WHERE org_id = ${orgId}
-            GROUP BY org_id, 2, name, release, environment`
-          yield* sql`
-            INSERT INTO span_days_compacted (org_id, day)
-            SELECT ${orgId}, day::timestamptz FROM unnest(string_to_array(${days}, ',')) AS day`
+          yield* foldIntoDaily(sql, orgId, days)
+          yield* markDaysFolded(sql, orgId, days)
         }))
         return foldedTo
       })
@@ -260,26 +165,12 @@ export class Performance extends Context.Service<Performance, {
         const plan = windowPlan(filter.from, filter.to)
         const foldedTo = iso(yield* foldClosedDays(orgId, plan))
         const daysFrom = iso(plan.daysFrom)
-        const matches = sql`
-          org_id = ${orgId}
-          ${filter.name === undefined ? sql.literal("") : sql`AND name = ${filter.name}`}
-          ${filter.release === undefined ? sql.literal("") : sql`AND release = ${filter.release}`}
-          ${filter.environment === undefined ? sql.literal("") : sql`AND environment = ${filter.environment}`}`
         const [start, end] = [plan.start, plan.end].map(iso)
-        const rollups = sql`
-          SELECT bucket, span_count, error_count, duration_sum, sketch FROM span_rollups_daily
-          WHERE ${matches} AND bucket >= ${daysFrom}::timestamptz AND bucket < ${foldedTo}::timestamptz
-          UNION ALL
-          SELECT bucket, span_count, error_count, duration_sum, sketch FROM span_rollups_hourly
-          WHERE ${matches} AND bucket >= ${start}::timestamptz AND bucket <= ${end}::timestamptz
-            AND NOT (bucket >= ${daysFrom}::timestamptz AND bucket < ${foldedTo}::timestamptz)`
-        const day = sql.literal(`to_char(bucket AT TIME ZONE 'UTC', 'YYYY-MM-DD')`)
-        // Rows travel whole and their sketches merge here: cheaper than expanding every
-        // bucket in SQL (measured by bench/observe-performance.ts).
-        const rows = yield* sql`
-          SELECT ${day} AS day, span_count AS spans, error_count AS errors,
-            duration_sum AS duration, sketch::text AS sketch
-          FROM (${rollups}) AS r`.pipe(decodeRows(RollupRow))
+        const rows = yield* windowRollups(
+          sql,
+          { orgId, name: filter.name, release: filter.release, environment: filter.environment },
+          { start, end, daysFrom, foldedTo }
+        )
         const days = new Map<string, { spans: number; duration: number; sketch: Sketch.LatencySketch }>()
         const overall = Sketch.empty()
         let totalSpans = 0

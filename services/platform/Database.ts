@@ -1,7 +1,11 @@
 import { PgClient } from "@effect/sql-pg"
 import { Context, type Duration, Effect, Layer, Redacted } from "effect"
+import type { SqlClient } from "effect/sql"
 import * as Migrator from "effect/sql/Migrator"
 import { migrations } from "../../migrations/index.ts"
+
+/** The cheapest statement: whether Postgres still answers (`/readyz`). */
+export const ping = (sql: SqlClient.SqlClient) => sql`SELECT 1`
 
 /** The migrator locks its table, so runners starting together apply each migration once. */
 const runMigrations = Migrator.make({})

@@ -1,38 +1,13 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import type { CommitStatus, CommitStatusList, CreateCommitStatus } from "../../schemas/protection/CommitStatuses.ts"
-import { CommitStatusEvent, StatusState } from "../../schemas/protection/CommitStatuses.ts"
+import { CommitStatusEvent, type StatusState } from "../../schemas/protection/CommitStatuses.ts"
 import { publish } from "../events/Events.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
-
-/** A reported status with its creator's username. */
-const StatusRow = Schema.Struct({
-  id: Schema.String,
-  sha: Schema.String,
-  state: StatusState,
-  context: Schema.String,
-  description: Schema.NullOr(Schema.String),
-  target_url: Schema.NullOr(Schema.String),
-  creator: Schema.NullOr(Schema.String),
-  created_at: Schema.Date
-})
-type StatusRow = typeof StatusRow.Type
-
-const LatestRow = Schema.Struct({ context: Schema.String, state: StatusState })
-
-const toStatus = (row: StatusRow): CommitStatus => ({
-  id: row.id,
-  sha: row.sha,
-  state: row.state,
-  context: row.context,
-  description: row.description,
-  targetUrl: row.target_url,
-  creator: row.creator,
-  createdAt: row.created_at.toISOString()
-})
+import { inTransaction } from "../platform/Rows.ts"
+import { commitStatusById, commitStatusesOf, insertCommitStatus, latestStatuses, toStatus } from "./CommitStatusRows.ts"
 
 /** GitHub's combined state: any failure or error fails, any pending is pending, else success. */
 export const combinedState = (states: Iterable<StatusState>): StatusState => {
@@ -59,18 +34,22 @@ export const statusReport = (
   sha: string,
   creatorId: string | null,
   input: CreateCommitStatus,
-  when: Statement.Fragment = sql.literal("true")
+  when?: Statement.Fragment
 ) => {
   const id = makeId("status")
   const context = input.context ?? DEFAULT_CONTEXT
   return {
     id,
-    statement: sql`
-      INSERT INTO commit_statuses (id, repo_id, sha, state, context, description, target_url, creator_id)
-      SELECT ${id}, ${repo.id}, ${sha}, ${input.state}, ${context}, ${input.description ?? null},
-        ${input.targetUrl ?? null}, ${creatorId}
-      WHERE ${when}
-      RETURNING 1`,
+    statement: insertCommitStatus(sql, {
+      id,
+      repoId: repo.id,
+      sha,
+      state: input.state,
+      context,
+      description: input.description ?? null,
+      targetUrl: input.targetUrl ?? null,
+      creatorId
+    }, when),
     event: CommitStatusEvent.make(repo.orgId, { repoId: repo.id, sha, context, state: input.state })
   }
 }
@@ -96,28 +75,23 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
 
-      const select = sql`
-        SELECT s.id, s.sha, s.state, s.context, s.description, s.target_url, u.username AS creator, s.created_at
-        FROM commit_statuses s LEFT JOIN users u ON u.id = s.creator_id`
-
       const create = Effect.fn("CommitStatuses.create")(
         function*(repo: RepoRecord, sha: string, creatorId: string | null, input: CreateCommitStatus) {
           const report = statusReport(sql, repo, sha, creatorId, input)
-          yield* sql.withTransaction(Effect.gen(function*() {
-            yield* report.statement
-            yield* publish(report.event)
-          })).pipe(Effect.provideService(SqlClient.SqlClient, sql), Effect.orDie)
-          const [row] = yield* sql`${select} WHERE s.id = ${report.id}`.pipe(decodeRows(StatusRow), Effect.orDie)
+          yield* inTransaction(
+            sql,
+            Effect.gen(function*() {
+              yield* report.statement
+              yield* publish(report.event)
+            })
+          )
+          const [row] = yield* commitStatusById(sql, report.id).pipe(Effect.orDie)
           return toStatus(row)
         }
       )
 
       const list = Effect.fn("CommitStatuses.list")(function*(repo: RepoRecord, sha: string) {
-        const rows = yield* sql`
-          ${select} WHERE s.repo_id = ${repo.id} AND s.sha = ${sha} ORDER BY s.seq DESC`.pipe(
-          decodeRows(StatusRow),
-          Effect.orDie
-        )
+        const rows = yield* commitStatusesOf(sql, repo.id, sha).pipe(Effect.orDie)
         const latest = new Map<string, StatusState>()
         for (const row of rows) if (!latest.has(row.context)) latest.set(row.context, row.state)
         return {
@@ -129,10 +103,7 @@ export class CommitStatuses extends Context.Service<CommitStatuses, {
       })
 
       const latest = (repoId: string, sha: string) =>
-        sql`
-          SELECT DISTINCT ON (context) context, state FROM commit_statuses
-          WHERE repo_id = ${repoId} AND sha = ${sha} ORDER BY context, seq DESC`.pipe(
-          decodeRows(LatestRow),
+        latestStatuses(sql, repoId, sha).pipe(
           Effect.orDie,
           Effect.map((rows): ReadonlyMap<string, StatusState> => new Map(rows.map((row) => [row.context, row.state])))
         )

@@ -1,4 +1,4 @@
-import { Context, Effect, Layer, Option, Schema } from "effect"
+import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { NotFound } from "../../schemas/platform/Errors.ts"
 import {
@@ -10,55 +10,23 @@ import {
   type RuleOptions,
   type UpdateProtectionRule
 } from "../../schemas/protection/BranchProtection.ts"
-import { Plan } from "../../schemas/tenancy/Tenancy.ts"
+import type { Plan } from "../../schemas/tenancy/Tenancy.ts"
 import { PlanRequired } from "../../schemas/webhooks/Webhooks.ts"
 import type { RepoRecord } from "../git/Repositories.ts"
 import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import { planOrder } from "../tenancy/Plans.ts"
-import { organizationPlan, organizationPlanExpression } from "../tenancy/Tenancy.ts"
+import { organizationPlan } from "../tenancy/Tenancy.ts"
 import { enforcedOptions, optionPlan, optionsBeyondPlan } from "./PlanGating.ts"
+import {
+  deleteRule,
+  optionsOf,
+  plannedRulesOf,
+  ruleById,
+  type RuleRow,
+  rulesOf,
+  upsertRule
+} from "./ProtectionRuleRows.ts"
 import { type EnforcedRule, matchingRules } from "./RulePolicy.ts"
-
-/** A stored rule. */
-const RuleRow = Schema.Struct({
-  id: Schema.String,
-  repo_id: Schema.String,
-  branch_pattern: Schema.String,
-  require_pull_request: Schema.Boolean,
-  required_approvals: Schema.Int,
-  dismiss_stale_reviews: Schema.Boolean,
-  require_code_owner_review: Schema.Boolean,
-  require_signed_commits: Schema.Boolean,
-  require_linear_history: Schema.Boolean,
-  allow_force_push: Schema.Boolean,
-  allow_deletions: Schema.Boolean,
-  restrict_push_users: Schema.Array(Schema.String),
-  require_status_checks: Schema.Boolean,
-  required_status_checks: Schema.Array(Schema.String),
-  bypass_users: Schema.Array(Schema.String),
-  created_at: Schema.Date,
-  updated_at: Schema.Date
-})
-type RuleRow = typeof RuleRow.Type
-
-/** A rule with its organization's plan (what enforcement reads). */
-const PlannedRuleRow = Schema.Struct({ ...RuleRow.fields, plan: Plan })
-
-const optionsOf = (row: RuleRow): RuleOptions => ({
-  requirePullRequest: row.require_pull_request,
-  requiredApprovals: row.required_approvals,
-  dismissStaleReviews: row.dismiss_stale_reviews,
-  requireCodeOwnerReview: row.require_code_owner_review,
-  requireSignedCommits: row.require_signed_commits,
-  requireLinearHistory: row.require_linear_history,
-  allowForcePush: row.allow_force_push,
-  allowDeletions: row.allow_deletions,
-  restrictPushUsers: row.restrict_push_users,
-  requireStatusChecks: row.require_status_checks,
-  requiredStatusChecks: row.required_status_checks,
-  bypassUsers: row.bypass_users
-})
 
 const toRule = (row: RuleRow, plan: Plan): ProtectionRule => {
   const options = optionsOf(row)
@@ -71,8 +39,6 @@ const toRule = (row: RuleRow, plan: Plan): ProtectionRule => {
     updatedAt: row.updated_at.toISOString()
   }
 }
-
-const unique = (values: ReadonlyArray<string>) => [...new Set(values)]
 
 /**
  * Branch protection rules of a repository (spec 001 "Branch protection"). Writes check the
@@ -104,15 +70,10 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
       const planOf = (orgId: string) =>
         organizationPlan(sql, orgId).pipe(Effect.orDie, Effect.map(Option.getOrElse((): Plan => "free")))
 
-      const rowsOf = (repoId: string) =>
-        sql`SELECT * FROM branch_protection_rules WHERE repo_id = ${repoId} ORDER BY created_at, id`.pipe(
-          decodeRows(RuleRow),
-          Effect.orDie
-        )
+      const rowsOf = (repoId: string) => rulesOf(sql, repoId).pipe(Effect.orDie)
 
       const findRow = (repo: RepoRecord, id: string) =>
-        sql`SELECT * FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(
-          decodeRows(RuleRow),
+        ruleById(sql, repo.id, id).pipe(
           Effect.orDie,
           Effect.flatMap((rows) =>
             rows.length === 0
@@ -146,31 +107,7 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
       })
 
       const write = (id: string, repo: RepoRecord, pattern: string, o: RuleOptions) =>
-        sql`
-          INSERT INTO branch_protection_rules (
-            id, repo_id, branch_pattern, require_pull_request, required_approvals, dismiss_stale_reviews,
-            require_code_owner_review, require_signed_commits, require_linear_history, allow_force_push,
-            allow_deletions, restrict_push_users, require_status_checks, required_status_checks, bypass_users)
-          VALUES (
-            ${id}, ${repo.id}, ${pattern}, ${o.requirePullRequest}, ${o.requiredApprovals}, ${o.dismissStaleReviews},
-            ${o.requireCodeOwnerReview}, ${o.requireSignedCommits}, ${o.requireLinearHistory}, ${o.allowForcePush},
-            ${o.allowDeletions}, ${unique(o.restrictPushUsers)}, ${o.requireStatusChecks},
-            ${unique(o.requiredStatusChecks)}, ${unique(o.bypassUsers)})
-          ON CONFLICT (id) DO UPDATE SET
-            branch_pattern = excluded.branch_pattern,
-            require_pull_request = excluded.require_pull_request,
-            required_approvals = excluded.required_approvals,
-            dismiss_stale_reviews = excluded.dismiss_stale_reviews,
-            require_code_owner_review = excluded.require_code_owner_review,
-            require_signed_commits = excluded.require_signed_commits,
-            require_linear_history = excluded.require_linear_history,
-            allow_force_push = excluded.allow_force_push,
-            allow_deletions = excluded.allow_deletions,
-            restrict_push_users = excluded.restrict_push_users,
-            require_status_checks = excluded.require_status_checks,
-            required_status_checks = excluded.required_status_checks,
-            bypass_users = excluded.bypass_users,
-            updated_at = now()`.pipe(Effect.orDie)
+        upsertRule(sql, id, repo.id, pattern, o).pipe(Effect.orDie)
 
       const create = Effect.fn("ProtectionRules.create")(function*(repo: RepoRecord, input: CreateProtectionRule) {
         const { branchPattern, ...given } = input
@@ -200,15 +137,13 @@ export class ProtectionRules extends Context.Service<ProtectionRules, {
 
       const remove = Effect.fn("ProtectionRules.remove")(function*(repo: RepoRecord, id: string) {
         yield* findRow(repo, id)
-        yield* sql`DELETE FROM branch_protection_rules WHERE id = ${id} AND repo_id = ${repo.id}`.pipe(Effect.orDie)
+        yield* deleteRule(sql, repo.id, id).pipe(Effect.orDie)
       })
 
       const enforcedMatcher = (repo: RepoRecord) =>
         Effect.gen(function*() {
           // One round trip: the rules with the organization's plan (a push checks every ref).
-          const rows = yield* sql`
-            SELECT r.*, ${organizationPlanExpression(sql, repo.orgId)} AS plan FROM branch_protection_rules r
-            WHERE r.repo_id = ${repo.id} ORDER BY r.created_at, r.id`.pipe(decodeRows(PlannedRuleRow), Effect.orDie)
+          const rows = yield* plannedRulesOf(sql, repo.orgId, repo.id).pipe(Effect.orDie)
           const patterns = rows.map((row) => ({ branchPattern: row.branch_pattern, row }))
           return (branch: string): ReadonlyArray<EnforcedRule> =>
             matchingRules(patterns, branch).map(({ row }): EnforcedRule => ({

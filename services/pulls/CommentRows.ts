@@ -2,9 +2,11 @@ import { PgTypes } from "@effect/sql-pg"
 import { Effect, Option, Schema } from "effect"
 import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
+import { Category, Severity } from "../../schemas/ai/AiReviews.ts"
 import { Suggestion } from "../../schemas/pulls/PullRequests.ts"
 import { pgArray as column } from "../platform/PgArrayParam.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { userDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `pr_comments` and `pr_suggestions` tables: their rows and every statement on them
@@ -50,7 +52,7 @@ export const findComments = (sql: SqlClient.SqlClient, rest: Statement.Fragment)
   sql`
     SELECT c.*, u.username, u.name, u.email,
       (SELECT to_jsonb(s) FROM pr_suggestions s WHERE s.comment_id = c.id LIMIT 1) AS suggestion
-    FROM pr_comments c LEFT JOIN users u ON u.id = c.author_id ${rest}`.pipe(decodeRows(CommentRow))
+    FROM pr_comments c LEFT JOIN ${userDirectory(sql)} u ON u.id = c.author_id ${rest}`.pipe(decodeRows(CommentRow))
 
 export interface NewCommentRow {
   readonly id: string
@@ -182,8 +184,8 @@ export const suggestionApplier = (sql: SqlClient.SqlClient, prId: string, sha: s
 export const AiSuggestionRow = Schema.Struct({
   ...SuggestionRow.fields,
   review_id: Schema.NullOr(Schema.String),
-  severity: Schema.Literals(["critical", "warning", "info"]),
-  category: Schema.Literals(["security", "performance", "best_practice", "bug", "refactor"]),
+  severity: Severity,
+  category: Category,
   title: Schema.String,
   body: Schema.NullOr(Schema.String),
   dismiss_reason: Schema.NullOr(Schema.String),
@@ -197,7 +199,31 @@ export const findAiSuggestions = (sql: SqlClient.SqlClient, rest: Statement.Frag
     SELECT s.*, c.body FROM pr_suggestions s LEFT JOIN pr_comments c ON c.id = s.comment_id
     ${rest}`.pipe(decodeRows(AiSuggestionRow))
 
+/** The AI suggestion `id` (a list of one, or none). */
+export const aiSuggestionById = (sql: SqlClient.SqlClient, id: string) =>
+  findAiSuggestions(sql, sql`WHERE s.id = ${id} AND s.source = 'ai'`)
+
+/** The AI suggestions of a pull request. */
+export const aiSuggestionsOfPull = (sql: SqlClient.SqlClient, prId: string) =>
+  findAiSuggestions(sql, sql`WHERE s.pr_id = ${prId} AND s.source = 'ai'`)
+
+/** The suggestions of a review, oldest first, or most severe first with `bySeverity`. */
+export const suggestionsOfReview = (sql: SqlClient.SqlClient, reviewId: string, bySeverity: boolean) =>
+  findAiSuggestions(
+    sql,
+    bySeverity
+      ? sql`WHERE s.review_id = ${reviewId}
+        ORDER BY array_position(ARRAY['critical', 'warning', 'info'], s.severity), s.created_at, s.id`
+      : sql`WHERE s.review_id = ${reviewId} ORDER BY s.created_at, s.id`
+  )
+
 export const dismissSuggestion = (sql: SqlClient.SqlClient, id: string, reason: string | null) =>
   sql`
     UPDATE pr_suggestions SET state = 'dismissed', dismiss_reason = ${reason}
     WHERE id = ${id} AND state = 'open' RETURNING id`
+
+/** A pull request's comments, oldest first. */
+export const commentsOf = (sql: SqlClient.SqlClient, prId: string) =>
+  findComments(sql, sql`WHERE c.pr_id = ${prId} ORDER BY c.created_at, c.id`)
+
+export const commentById = (sql: SqlClient.SqlClient, id: string) => findComments(sql, sql`WHERE c.id = ${id}`)

@@ -13,8 +13,9 @@ import { RepoCache } from "../git/RepoCache.ts"
 import { makeId } from "../platform/Ids.ts"
 import type { Actor } from "../tenancy/Actor.ts"
 import {
+  commentById,
   type CommentRow,
-  findComments,
+  commentsOf,
   findSuggestion,
   insertComment,
   insertSuggestion,
@@ -84,7 +85,7 @@ export class Comments extends Context.Service<Comments, {
       const sql = yield* SqlClient.SqlClient
       const cache = yield* RepoCache
       const list = (pull: PullContext) =>
-        findComments(sql, sql`WHERE c.pr_id = ${pull.row.id} ORDER BY c.created_at, c.id`).pipe(
+        commentsOf(sql, pull.row.id).pipe(
           Effect.orDie,
           Effect.map((rows) => ({ comments: rows.map(toComment), count: rows.length }))
         )
@@ -167,7 +168,7 @@ export class Comments extends Context.Service<Comments, {
           }
           yield* touchActivity(sql, pull.row.id, now)
         })).pipe(Effect.orDie)
-        const [row] = yield* findComments(sql, sql`WHERE c.id = ${id}`).pipe(Effect.orDie)
+        const [row] = yield* commentById(sql, id).pipe(Effect.orDie)
         return toComment(row)
       })
 
@@ -197,12 +198,15 @@ export class Comments extends Context.Service<Comments, {
 
 /** The suggestion and comment statements AI review shares (it writes through the pulls' tables' owner). */
 export {
+  aiSuggestionById,
   type AiSuggestionRow,
+  aiSuggestionsOfPull,
   dismissSuggestion,
   findAiSuggestions,
   insertComment,
   insertCommentsStatement,
   insertSuggestion,
   insertSuggestionsStatement,
-  suggestionApplier
+  suggestionApplier,
+  suggestionsOfReview
 } from "./CommentRows.ts"

@@ -3,6 +3,7 @@ import { Entity } from "effect/cluster"
 import { Rpc } from "effect/rpc"
 import { Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { MergeBlocked, MergeResult, MergeStrategy } from "../../schemas/pulls/PullRequests.ts"
+import { Role } from "../../schemas/tenancy/Tenancy.ts"
 
 /**
  * The pull request entity's protocol: one entity per pull request (GUIDE §11), owning
@@ -20,7 +21,7 @@ export const MergeActorPayload = Schema.Struct({
   username: Schema.String,
   name: Schema.String,
   email: Schema.String,
-  role: Schema.Literals(["owner", "admin", "member"])
+  role: Role
 })
 
 /** `POST …/merge`: merge now, or answer why not. */

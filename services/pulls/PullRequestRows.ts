@@ -9,8 +9,9 @@ import {
   type PullRequest,
   PullRequestState
 } from "../../schemas/pulls/PullRequests.ts"
-import type { RepoRecord } from "../git/Repositories.ts"
+import { type RepoRecord, repositoryStaleSettings } from "../git/Repositories.ts"
 import { decodeRows } from "../platform/Rows.ts"
+import { userDirectory } from "../tenancy/Tenancy.ts"
 
 /*
  * The `pull_requests` table: its row, how the API and events present it, and every statement
@@ -63,8 +64,9 @@ const selectPullRequests = (sql: SqlClient.SqlClient) =>
     SELECT p.*, a.username AS author_username, a.name AS author_name, a.email AS author_email,
       m.username AS merger_username, m.name AS merger_name, m.email AS merger_email,
       coalesce((SELECT array_agg(u.username ORDER BY u.username) FROM pr_review_requests rr
-        JOIN users u ON u.id = rr.user_id WHERE rr.pr_id = p.id), '{}') AS requested
-    FROM pull_requests p JOIN users a ON a.id = p.author_id LEFT JOIN users m ON m.id = p.merged_by`
+        JOIN ${userDirectory(sql)} u ON u.id = rr.user_id WHERE rr.pr_id = p.id), '{}') AS requested
+    FROM pull_requests p JOIN ${userDirectory(sql)} a ON a.id = p.author_id
+      LEFT JOIN ${userDirectory(sql)} m ON m.id = p.merged_by`
 
 /** Pull requests by the joined select and `rest` (`WHERE …`, `ORDER BY …`), decoded. */
 export const findPullRequests = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
@@ -302,8 +304,14 @@ export const openAtHead = (sql: SqlClient.SqlClient, repoId: string, sha: string
 /** Open pull requests whose next stale step (warning or closing) is due by `horizon`. */
 export const staleStepDue = (sql: SqlClient.SqlClient, horizon: Date) =>
   sql`
-    SELECT p.id FROM pull_requests p JOIN repositories r ON r.id = p.repo_id
-    WHERE p.state IN ('open', 'draft') AND r.stale_enabled AND r.deleted_at IS NULL
+    SELECT p.id FROM pull_requests p JOIN ${repositoryStaleSettings(sql)} r ON r.id = p.repo_id
+    WHERE p.state IN ('open', 'draft') AND r.stale_enabled
       AND CASE WHEN p.stale_warned_at IS NULL
         THEN p.last_activity_at + r.stale_warn_days * interval '1 day'
         ELSE p.last_activity_at + r.stale_close_days * interval '1 day' END <= ${horizon}`.pipe(decodeRows(IdRow))
+
+/** A repository's pull requests, newest first: all, or those in `state`. */
+export const pullRequestsOf = (sql: SqlClient.SqlClient, repoId: string, state: string | undefined) => {
+  const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
+  return findPullRequests(sql, sql`WHERE p.repo_id = ${repoId} ${filter} ORDER BY p.number DESC`)
+}

@@ -20,13 +20,13 @@ import { diffAgainstMergeBase, parseDiff } from "./PullDiff.ts"
 import { publishPullRequestEvent } from "./PullEvents.ts"
 import {
   closeAllOpen,
-  findPullRequests,
   insertPullRequest,
   isOpen,
   loadById,
   loadByNumber,
   moveToOrganization,
   type PrRow,
+  pullRequestsOf,
   toPullRequest,
   updatePullRequest
 } from "./PullRequestRows.ts"
@@ -167,8 +167,7 @@ export class PullRequests extends Context.Service<PullRequests, {
       const list = Effect.fn("PullRequests.list")(
         function*(orgId: string, repoSlug: string, state: string | undefined) {
           const repo = yield* repos.record(orgId, repoSlug)
-          const filter = state === undefined || state === "all" ? sql.literal("") : sql`AND p.state = ${state}`
-          const rows = yield* findPullRequests(sql, sql`WHERE p.repo_id = ${repo.id} ${filter} ORDER BY p.number DESC`)
+          const rows = yield* pullRequestsOf(sql, repo.id, state)
           return { pullRequests: rows.map(toPullRequest), count: rows.length }
         }
       )

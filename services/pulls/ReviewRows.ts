@@ -3,7 +3,7 @@ import type { SqlClient } from "effect/sql"
 import type * as Statement from "effect/sql/Statement"
 import { ReviewState } from "../../schemas/pulls/PullRequests.ts"
 import { decodeRows } from "../platform/Rows.ts"
-import { userIdsByUsername } from "../tenancy/Tenancy.ts"
+import { userDirectory, userIdsByUsername } from "../tenancy/Tenancy.ts"
 
 /*
  * The `pr_reviews` and `pr_review_requests` tables: their rows and every statement on them
@@ -29,7 +29,9 @@ export type ReviewRow = typeof ReviewRow.Type
 
 /** Reviews with their reviewer, by `rest` (`WHERE …`, `ORDER BY …`), decoded. */
 export const findReviews = (sql: SqlClient.SqlClient, rest: Statement.Fragment) =>
-  sql`SELECT r.*, u.username, u.name, u.email FROM pr_reviews r JOIN users u ON u.id = r.reviewer_id ${rest}`.pipe(
+  sql`SELECT r.*, u.username, u.name, u.email FROM pr_reviews r JOIN ${
+    userDirectory(sql)
+  } u ON u.id = r.reviewer_id ${rest}`.pipe(
     decodeRows(ReviewRow)
   )
 
@@ -78,7 +80,7 @@ export const latestVerdicts = (sql: SqlClient.SqlClient, prId: string) =>
   sql`
     SELECT DISTINCT ON (r.reviewer_id) r.reviewer_id AS "reviewerId", u.username, r.state,
       r.head_sha AS "headSha", r.dismissed_at IS NOT NULL AS dismissed
-    FROM pr_reviews r JOIN users u ON u.id = r.reviewer_id
+    FROM pr_reviews r JOIN ${userDirectory(sql)} u ON u.id = r.reviewer_id
     WHERE r.pr_id = ${prId} AND r.submitted_at IS NOT NULL AND r.state IN ('approved', 'changes_requested')
     ORDER BY r.reviewer_id, r.submitted_at DESC, r.created_at DESC`.pipe(decodeRows(LatestVerdictRow))
 
@@ -108,3 +110,10 @@ export const codeOwnerRequests = (sql: SqlClient.SqlClient, prId: string) =>
     decodeRows(RequestedRow),
     Effect.map((rows) => rows.map((row) => row.user_id))
   )
+
+export const reviewById = (sql: SqlClient.SqlClient, prId: string, id: string) =>
+  findReviews(sql, sql`WHERE r.pr_id = ${prId} AND r.id = ${id}`)
+
+/** A pull request's reviews, oldest first. */
+export const reviewsOf = (sql: SqlClient.SqlClient, prId: string) =>
+  findReviews(sql, sql`WHERE r.pr_id = ${prId} ORDER BY r.created_at, r.id`)

@@ -12,10 +12,11 @@ import { type PullContext, PullRequests } from "./PullRequests.ts"
 import {
   deleteReviewRequests,
   dismissReview,
-  findReviews,
   insertReview,
   insertReviewRequests,
+  reviewById,
   type ReviewRow,
+  reviewsOf,
   submitReview
 } from "./ReviewRows.ts"
 
@@ -63,7 +64,7 @@ export class Reviews extends Context.Service<Reviews, {
       const withSql = <A, E>(effect: Effect.Effect<A, E, SqlClient.SqlClient>) =>
         Effect.provideService(effect, SqlClient.SqlClient, sql)
       const load = (prId: string, id: string) =>
-        findReviews(sql, sql`WHERE r.pr_id = ${prId} AND r.id = ${id}`).pipe(
+        reviewById(sql, prId, id).pipe(
           Effect.orDie,
           Effect.flatMap((rows) =>
             rows.length === 0
@@ -88,7 +89,7 @@ export class Reviews extends Context.Service<Reviews, {
         })
 
       const list = (pull: PullContext) =>
-        findReviews(sql, sql`WHERE r.pr_id = ${pull.row.id} ORDER BY r.created_at, r.id`).pipe(
+        reviewsOf(sql, pull.row.id).pipe(
           Effect.orDie,
           Effect.map((rows) => ({ reviews: rows.map(toReview), count: rows.length }))
         )

@@ -4,6 +4,7 @@ import { deriveKey } from "altcha-lib/algorithms/pbkdf2"
 import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { SigningSecret } from "./SigningSecret.ts"
+import { deleteExpiredChallenges, spendChallenge } from "./SpentChallengeRows.ts"
 
 /**
  * ALTCHA proof of work for the public subscribe form (GUIDE §6, `altcha-lib`): a signed
@@ -71,10 +72,8 @@ export class Challenges extends Context.Service<Challenges, {
           if (result.expired) return "expired" as const
           if (!result.verified) return "invalid" as const
           const expiresAt = new Date((payload.challenge.parameters.expiresAt ?? 0) * 1000 || Date.now() + EXPIRES_MS)
-          yield* sql`DELETE FROM spent_challenges WHERE expires_at < now()`
-          const spent = yield* sql`
-            INSERT INTO spent_challenges (signature, expires_at) VALUES (${payload.challenge.signature}, ${expiresAt})
-            ON CONFLICT (signature) DO NOTHING RETURNING signature`
+          yield* deleteExpiredChallenges(sql)
+          const spent = yield* spendChallenge(sql, payload.challenge.signature, expiresAt)
           return spent.length === 0 ? "used" as const : undefined
         }).pipe(Effect.orDie)
 

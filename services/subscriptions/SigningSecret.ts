@@ -1,8 +1,8 @@
-import { Context, Effect, Layer, Schema } from "effect"
+import { Context, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { createHmac, randomBytes, timingSafeEqual } from "node:crypto"
 import { Crypto } from "../platform/Crypto.ts"
-import { decodeRows } from "../platform/Rows.ts"
+import { insertSecretIfAbsent, replaceSecret, secretByName } from "./AppSecretRows.ts"
 
 /**
  * One secret shared by every runner, for what must verify without a stored row: the
@@ -14,9 +14,6 @@ import { decodeRows } from "../platform/Rows.ts"
 const NAME = "subscriptions.signing"
 const SYSTEM_ORG = "system"
 const PURPOSE = `app-secret:${NAME}`
-
-/** An `app_secrets` row: the secret, encrypted with `Crypto`. */
-const StoredSecret = Schema.Struct({ ciphertext: Schema.String })
 
 const mac = (secret: string, payload: string) =>
   createHmac("sha256", secret).update(payload).digest("base64url").slice(0, 32)
@@ -38,16 +35,13 @@ export class SigningSecret extends Context.Service<SigningSecret, {
         Effect.gen(function*() {
           const fresh = yield* crypto.encrypt(SYSTEM_ORG, PURPOSE, randomBytes(32).toString("hex"))
           // Two runners at once: the first insert wins and both read it.
-          yield* sql`INSERT INTO app_secrets (name, ciphertext) VALUES (${NAME}, ${fresh}) ON CONFLICT (name) DO NOTHING`
-          const [row] = yield* sql`SELECT ciphertext FROM app_secrets WHERE name = ${NAME}`.pipe(
-            decodeRows(StoredSecret)
-          )
+          yield* insertSecretIfAbsent(sql, NAME, fresh)
+          const [row] = yield* secretByName(sql, NAME)
           const secret = yield* crypto.decrypt(SYSTEM_ORG, PURPOSE, row.ciphertext)
           if (crypto.isLegacy(row.ciphertext)) {
             // Stored before purpose binding: rewrite it bound (compare-and-set, runners may race).
             const upgraded = yield* crypto.encrypt(SYSTEM_ORG, PURPOSE, secret)
-            yield* sql`UPDATE app_secrets SET ciphertext = ${upgraded}
-              WHERE name = ${NAME} AND ciphertext = ${row.ciphertext}`
+            yield* replaceSecret(sql, NAME, row.ciphertext, upgraded)
           }
           return secret
         }).pipe(Effect.orDie)

@@ -1,22 +1,15 @@
-import { Effect, Layer, Option, Schema } from "effect"
+import { Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import { matchIncidentEvent } from "../../schemas/incidents/Incidents.ts"
 import { type DomainEvent, Events } from "../events/Events.ts"
 import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails, type OutboxMail } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import { componentsWithMonitors } from "../status/Components.ts"
 import { organizationNameById } from "../tenancy/Tenancy.ts"
 import { SigningSecret } from "./SigningSecret.ts"
+import { subscribersConfirmedBy } from "./SubscriberRows.ts"
 import { unsubscribePayload } from "./Subscriptions.ts"
-
-/** A confirmed subscriber; `components` null means every component. */
-const Subscriber = Schema.Struct({
-  id: Schema.String,
-  email: Schema.String,
-  components: Schema.NullOr(Schema.Array(Schema.String))
-})
 
 /**
  * E-mails status page subscribers about incidents (GUIDE §6): a durable Events consumer
@@ -49,11 +42,7 @@ export const SubscriberNotificationsLive = Layer.effectDiscard(
     const recipients = (event: DomainEvent & { orgId: string }, affectedMonitors: ReadonlyArray<string>) =>
       Effect.gen(function*() {
         const orgId = event.orgId
-        const subscribers = yield* sql`
-            SELECT id, email, components FROM subscribers
-            WHERE org_id = ${orgId} AND confirmed_at IS NOT NULL AND confirmed_at <= ${event.createdAt}`.pipe(
-          decodeRows(Subscriber)
-        )
+        const subscribers = yield* subscribersConfirmedBy(sql, orgId, event.createdAt)
         const filtered = subscribers.some((s) => s.components !== null) && affectedMonitors.length > 0
         if (!filtered) return subscribers
         const affected = yield* componentsOf(orgId, affectedMonitors)

@@ -9,12 +9,11 @@ import { renderMailHtml } from "../mail/mailLayout.ts"
 import { enqueueMails } from "../mail/MailOutbox.ts"
 import { AppConfig } from "../platform/AppConfig.ts"
 import { Crypto } from "../platform/Crypto.ts"
-import { makeId } from "../platform/Ids.ts"
-import { decodeRows } from "../platform/Rows.ts"
 import { ownedComponentIds } from "../status/Components.ts"
 import { organizationNameById, organizationNameBySlug } from "../tenancy/Tenancy.ts"
 import { Challenges } from "./Challenges.ts"
 import { SigningSecret } from "./SigningSecret.ts"
+import { confirmSubscriber, deleteSubscriber, upsertSubscriber } from "./SubscriberRows.ts"
 
 /**
  * Status page e-mail subscriptions with double opt-in (GUIDE §6):
@@ -41,12 +40,6 @@ const fail = (error: SubscribeFailed["error"], message: string) =>
 /** The status page a confirmation or unsubscribe link belongs to. */
 export const SubscriptionPage = Schema.Struct({ orgSlug: Schema.String, orgName: Schema.String })
 export type SubscriptionPage = typeof SubscriptionPage.Type
-
-/** The organization of a subscriber a link confirmed or removed. */
-const SubscriberOrg = Schema.Struct({ org_id: Schema.String })
-
-/** The subscriber a subscribe request recorded or found, and whether it is confirmed already. */
-const Subscribed = Schema.Struct({ id: Schema.String, confirmed: Schema.Boolean })
 
 export class Subscriptions extends Context.Service<Subscriptions, {
   readonly subscribe: (request: SubscribeRequest) => Effect.Effect<SubscribeResult, SubscribeFailed>
@@ -106,18 +99,12 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
           const token = crypto.randomToken(32)
           yield* sql.withTransaction(Effect.gen(function*() {
-            const [row] = yield* sql`
-              INSERT INTO subscribers (id, org_id, email, components, confirm_token_hash)
-              VALUES (${makeId("sub")}, ${org.id}, ${email}, ${
-              components === null ? null : JSON.stringify(components)
-            }::jsonb,
-                ${crypto.hashSecret(token)})
-              ON CONFLICT (org_id, email) DO UPDATE SET
-                confirm_token_hash = CASE WHEN subscribers.confirmed_at IS NULL
-                  THEN EXCLUDED.confirm_token_hash ELSE subscribers.confirm_token_hash END,
-                components = CASE WHEN subscribers.confirmed_at IS NULL
-                  THEN EXCLUDED.components ELSE subscribers.components END
-              RETURNING id, confirmed_at IS NOT NULL AS confirmed`.pipe(decodeRows(Subscribed))
+            const [row] = yield* upsertSubscriber(sql, {
+              orgId: org.id,
+              email,
+              components,
+              tokenHash: crypto.hashSecret(token)
+            })
             // Already confirmed: nothing to send, and the answer below is the same.
             if (!row.confirmed) {
               yield* enqueueMails([
@@ -137,10 +124,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
 
       const confirm = (token: string) =>
         Effect.gen(function*() {
-          const [row] = yield* sql`
-            UPDATE subscribers SET confirmed_at = now(), confirm_token_hash = NULL
-            WHERE confirm_token_hash = ${crypto.hashSecret(token)}
-            RETURNING org_id`.pipe(decodeRows(SubscriberOrg))
+          const [row] = yield* confirmSubscriber(sql, crypto.hashSecret(token))
           return row === undefined ? Option.none() : yield* pageOf(row.org_id)
         }).pipe(Effect.orDie)
 
@@ -148,9 +132,7 @@ export class Subscriptions extends Context.Service<Subscriptions, {
         Effect.gen(function*() {
           const payload = yield* signing.verify(token)
           if (payload === undefined || !payload.startsWith("unsub:")) return Option.none()
-          const [row] = yield* sql`
-            DELETE FROM subscribers WHERE id = ${payload.slice("unsub:".length)}
-            RETURNING org_id`.pipe(decodeRows(SubscriberOrg))
+          const [row] = yield* deleteSubscriber(sql, payload.slice("unsub:".length))
           const page = row === undefined ? Option.none() : yield* pageOf(row.org_id)
           // A second click finds nothing left to delete, which is still a success.
           return Option.some(Option.getOrElse(page, (): SubscriptionPage => ({ orgSlug: "", orgName: "" })))

@@ -16,6 +16,7 @@ import {
 import { Events, publish } from "../events/Events.ts"
 import { sha256Hex } from "../platform/Crypto.ts"
 import { makeId, randomBase62 } from "../platform/Ids.ts"
+import { inTransaction } from "../platform/Rows.ts"
 import { insertApiKey, keySummaries, principalByHash, recordLastUsed, revokeApiKey } from "./ApiKeyRows.ts"
 import { toOrganization } from "./OrganizationRows.ts"
 import { Tenancy } from "./Tenancy.ts"
@@ -123,12 +124,15 @@ export class ApiKeys extends Context.Service<ApiKeys, {
       })
 
       const revoke = Effect.fn("ApiKeys.revoke")(function*(keyId: string, options?: { readonly orgId?: string }) {
-        const rows = yield* sql.withTransaction(Effect.gen(function*() {
-          const rows = yield* revokeApiKey(sql, keyId, options?.orgId)
-          // Other runners drop their cached lookup of this key when the event arrives.
-          if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
-          return rows
-        })).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+        const rows = yield* inTransaction(
+          sql,
+          Effect.gen(function*() {
+            const rows = yield* revokeApiKey(sql, keyId, options?.orgId)
+            // Other runners drop their cached lookup of this key when the event arrives.
+            if (rows.length > 0) yield* publish(ApiKeyRevokedEvent.make(rows[0].org_id, { keyId }))
+            return rows
+          })
+        )
         if (rows.length === 0) return yield* new NotFound({ message: `API key '${keyId}' not found` })
         yield* evict({ keyId })
         return { orgId: rows[0].org_id }

@@ -172,3 +172,9 @@ export const setOrganizationLogo = (sql: SqlClient.SqlClient, id: string, input:
     RETURNING p.previous, ${organizationColumns(sql)}`.pipe(
     decodeRows(Schema.Struct({ ...OrganizationRow.fields, previous: Schema.NullOr(Schema.String) }))
   )
+
+/**
+ * The organizations as other features join them (id, slug): `JOIN ${organizationDirectory(sql)} o
+ * ON o.id = …`. Postgres pulls the subquery up, so the join plans as one on `organizations`.
+ */
+export const organizationDirectory = (sql: SqlClient.SqlClient) => sql`(SELECT id, slug FROM organizations)`

@@ -10,7 +10,7 @@ import type {
 } from "../../schemas/tenancy/Tenancy.ts"
 import { OrgUpdatedEvent } from "../../schemas/tenancy/Tenancy.ts"
 import { publish } from "../events/Events.ts"
-import { isUniqueViolation } from "../platform/Rows.ts"
+import { inTransaction, isUniqueViolation } from "../platform/Rows.ts"
 import { memberByUsername, upsertMembership } from "./MembershipRows.ts"
 import {
   allOrganizations,
@@ -37,6 +37,7 @@ export {
   roleInOrganization
 } from "./MembershipRows.ts"
 export {
+  organizationDirectory,
   type OrganizationName,
   organizationNameById,
   organizationNameBySlug,
@@ -45,7 +46,7 @@ export {
   organizationSlugs,
   organizationStorageOverrideExpression
 } from "./OrganizationRows.ts"
-export { userIdentity, userIdsByUsername } from "./UserRows.ts"
+export { userDirectory, userIdentity, userIdsByUsername } from "./UserRows.ts"
 
 /** The row a write returned (a write that returns nothing is a bug). */
 const returnedRow = <A>(rows: ReadonlyArray<A>) =>
@@ -95,9 +96,10 @@ export class Tenancy extends Context.Service<Tenancy, {
             storageLimitBytes: input.storageLimitBytes
           })
           // Runners cache the plan with each key lookup; the event tells them to drop it.
-          const rows = yield* sql.withTransaction(
+          const rows = yield* inTransaction(
+            sql,
             Effect.tap(update, () => publish(OrgUpdatedEvent.make(current.id, { slug })))
-          ).pipe(Effect.orDie, Effect.provideService(SqlClient.SqlClient, sql))
+          )
           return toOrganization(yield* returnedRow(rows))
         }
       )

@@ -57,3 +57,10 @@ export const userIdentity = (sql: SqlClient.SqlClient, id: string) =>
 /** The ids of the users named `usernames`, as a subquery: `… AND user_id IN ${ids}`. */
 export const userIdsByUsername = (sql: SqlClient.SqlClient, usernames: ReadonlyArray<string>) =>
   sql`(SELECT id FROM users WHERE username IN ${sql.in([...usernames])})`
+
+/**
+ * The users as other features join them for display: `JOIN ${userDirectory(sql)} u ON u.id = …`
+ * (id, username, name, email). Postgres pulls the subquery up, so the join plans as one on
+ * `users`: a list with its people stays one query while tenancy alone names its table.
+ */
+export const userDirectory = (sql: SqlClient.SqlClient) => sql`(SELECT id, username, name, email FROM users)`

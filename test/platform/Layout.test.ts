@@ -39,4 +39,31 @@ describe("layout", () => {
     const loose = Fs.readdirSync(Path.join(root, "schemas")).filter((name) => name.endsWith(".ts"))
     expect(loose).toEqual([])
   })
+
+  it("a *Rows.ts file names only its own feature's tables (others' come through their owner's relations)", () => {
+    // A table's owner is the feature whose Rows files write it (INSERT, UPDATE, DELETE).
+    const rowsFiles = features.flatMap((feature) =>
+      Fs.readdirSync(Path.join(root, "services", feature))
+        .filter((name) => name.endsWith("Rows.ts"))
+        .map((name) => ({
+          feature,
+          file: `services/${feature}/${name}`,
+          text: Fs.readFileSync(Path.join(root, "services", feature, name), "utf8")
+        }))
+    )
+    const owners = new Map<string, Set<string>>()
+    for (const { feature, text } of rowsFiles) {
+      for (const [, table] of text.matchAll(/\b(?:INSERT INTO|UPDATE|DELETE FROM)\s+([a-z_]+)/g)) {
+        owners.set(table, (owners.get(table) ?? new Set()).add(feature))
+      }
+    }
+    expect(owners.size).toBeGreaterThan(40)
+    expect([...owners].filter(([, by]) => by.size > 1).map(([table]) => table)).toEqual([])
+    const foreign = rowsFiles.flatMap(({ feature, file, text }) =>
+      [...text.matchAll(/\b(?:FROM|JOIN|INTO|UPDATE)\s+([a-z_]+)/g)]
+        .filter(([, table]) => owners.has(table) && !owners.get(table)!.has(feature))
+        .map(([, table]) => `${file}: ${table}`)
+    )
+    expect(foreign).toEqual([])
+  })
 })

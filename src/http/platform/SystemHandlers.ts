@@ -1,6 +1,7 @@
 import { Effect } from "effect"
 import { HttpApiBuilder } from "effect/http-api"
 import { SqlClient } from "effect/sql"
+import { ping } from "../../../services/platform/Database.ts"
 import { CanopyApi } from "../Api.ts"
 import { builtOn } from "../ApiRequestContext.ts"
 
@@ -14,7 +15,7 @@ export const SystemHandlers = HttpApiBuilder.group(
       // The server only listens once migrations ran and the cluster joined, so being
       // reachable means both; the query checks that Postgres still answers.
       readyz: () =>
-        sql`SELECT 1`.pipe(
+        ping(sql).pipe(
           Effect.timeout("2 seconds"),
           Effect.as({ status: "ready" }),
           Effect.catchCause(() => Effect.fail({ status: "unavailable" }))
