@@ -1,4 +1,4 @@
-import { Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
+import { Clock, Context, Effect, Exit, Layer, Option, Redacted, Scope } from "effect"
 import { HttpServer } from "effect/http"
 import { SqlClient } from "effect/sql"
 import * as Fs from "node:fs"
@@ -34,6 +34,15 @@ export const testConfig = (databaseUrl: string, overrides?: Partial<AppConfigSha
 })
 
 /**
+ * The app runs on the real clock, also when started from an `it.effect` test (whose TestClock
+ * nothing moves): otherwise every timer of the app (the cluster's lock refreshes, health checks,
+ * retry delays, timeouts) waits forever. Seen: under load a shard release failed once, its retry
+ * slept 50 ms on the frozen TestClock, and closing the app never completed. A test's own `services`
+ * may still provide another Clock.
+ */
+const realClock = Layer.succeed(Clock.Clock, Clock.Clock.defaultValue())
+
+/**
  * The whole app on an existing database, in a scope of its own so a test can stop it
  * (`stop`) and start another on the same data; also stopped with the test's scope.
  */
@@ -54,9 +63,9 @@ export const startAppOnDatabase = (
         }))
       )
     )
-    const app = services === undefined
+    const app = (services === undefined
       ? AppLive(config)
-      : AppLive(config).pipe(Layer.provide(Layer.succeedContext(services)))
+      : AppLive(config).pipe(Layer.provide(Layer.succeedContext(services)))).pipe(Layer.provide(realClock))
     const context = yield* Layer.buildWithScope(app, scope)
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "UnixPathAddress" ? 0 : address.port
