@@ -25,6 +25,7 @@ import webhookSubscribedFrom from "./0070_webhook_subscribed_from.ts"
 import incidentMaintenanceWindow from "./0080_incident_maintenance_window.ts"
 import ciCaches from "./0100_ci_caches.ts"
 import organizationLogo from "./0120_organization_logo.ts"
+import eventTraceparent from "./0140_event_traceparent.ts"
 
 /** Every migration, keyed `<id>_<name>`; the migrator applies the missing ones in order. */
 export const migrations = {
@@ -54,5 +55,6 @@ export const migrations = {
   "0070_webhook_subscribed_from": webhookSubscribedFrom,
   "0080_incident_maintenance_window": incidentMaintenanceWindow,
   "0100_ci_caches": ciCaches,
-  "0120_organization_logo": organizationLogo
+  "0120_organization_logo": organizationLogo,
+  "0140_event_traceparent": eventTraceparent
 }

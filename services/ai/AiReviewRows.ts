@@ -72,6 +72,8 @@ export const reviewById = (sql: SqlClient.SqlClient, id: string) =>
 export interface WithIt {
   readonly writes: (when: Statement.Fragment) => ReadonlyArray<Statement.Fragment>
   readonly events: ReadonlyArray<NewDomainEvent>
+  /** The publishing span's `traceparent` for the events (`currentTraceparent`; null: tracing off). */
+  readonly traceparent?: string | null
 }
 
 /** `WITH <name> AS (<change> RETURNING …), …writes, appended AS (…) SELECT <the row> FROM <name>`. */
@@ -81,7 +83,7 @@ const changeWith = (sql: SqlClient.SqlClient, name: string, change: Statement.Fr
   return sql`
     WITH ${sql(name)} AS (${change} RETURNING *),
     ${sql.join(" ", false)(writes)}
-    appended AS (${appendStatement(sql, also.events, when)})
+    appended AS (${appendStatement(sql, also.events, when, also.traceparent ?? null)})
     SELECT ${columns(sql)}, ${notifySql(sql, "appended")} AS notified FROM ${sql(name)}`.pipe(
     decodeRows(AiReviewRow),
     Effect.map((rows) => Option.fromNullishOr(rows[0]))
@@ -108,7 +110,8 @@ export const startReview = (sql: SqlClient.SqlClient, id: string, now: Date, sup
           RETURNING 1`,
         ...also.writes(when)
       ],
-      events: also.events
+      events: also.events,
+      traceparent: also.traceparent ?? null
     }
   )
 

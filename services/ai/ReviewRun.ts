@@ -5,6 +5,7 @@ import { AiReviewCompleted, AiReviewStarted } from "../../schemas/ai/AiReviewEve
 import { type ModelAnswer, ModelAnswer as ModelAnswerSchema } from "../../schemas/ai/AiReviews.ts"
 import { RepoCache } from "../git/RepoCache.ts"
 import type { OutboundGuard } from "../outbound/OutboundGuard.ts"
+import { currentTraceparent } from "../platform/ClientSpans.ts"
 import { makeId } from "../platform/Ids.ts"
 import { inTransaction } from "../platform/Rows.ts"
 import { CommitStatuses, statusReport } from "../protection/CommitStatuses.ts"
@@ -173,7 +174,8 @@ export class ReviewRun extends Context.Service<ReviewRun, {
               events: [
                 reviewEvent(AiReviewStarted, context.repo, context.row, running, bot, {}, at.getTime()),
                 pending.event
-              ]
+              ],
+              traceparent: yield* currentTraceparent
             }
           ).pipe(Effect.orDie)
           return Option.map(started, (started) => ({ bot, started }))
@@ -289,7 +291,8 @@ export class ReviewRun extends Context.Service<ReviewRun, {
             events: [
               reviewEvent(AiReviewCompleted, context.repo, context.row, completed, bot, {}, at.getTime()),
               report.event
-            ]
+            ],
+            traceparent: yield* currentTraceparent
           }).pipe(Effect.orDie, phases.time("post"))
           if (Option.isSome(done)) {
             yield* Effect.logInfo(phases.line(reviewId, done.value.status))

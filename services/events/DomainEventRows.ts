@@ -41,7 +41,8 @@ const ReadRow = Schema.Struct({
   type: Schema.NullOr(Schema.String),
   orgId: Schema.NullOr(Schema.String),
   data: Schema.Unknown,
-  createdAt: Schema.NullOr(Schema.Date)
+  createdAt: Schema.NullOr(Schema.Date),
+  traceparent: Schema.NullOr(Schema.String)
 })
 
 /** SQL for the horizon of the statement's snapshot. */
@@ -60,13 +61,13 @@ export const readAfterStatement = (sql: SqlClient.SqlClient, options: ReadOption
   // `held`: a committed event at or above the horizon exists, i.e. the newest visible one is.
   return sql`
       SELECT coalesce((SELECT max(tx) FROM domain_events) >= s.horizon, false) AS held, h.tx AS "headTx", h.id AS "headId", e.tx, e.id, e.type, e.org_id AS "orgId", e.data,
-        e.created_at AS "createdAt"
+        e.created_at AS "createdAt", e.traceparent
       FROM (SELECT ${horizon} AS horizon) AS s
       LEFT JOIN LATERAL (
         SELECT tx, id FROM domain_events WHERE tx < s.horizon ORDER BY tx DESC, id DESC LIMIT 1
       ) AS h ON true
       LEFT JOIN LATERAL (
-        SELECT tx, id, type, org_id, data, created_at FROM domain_events
+        SELECT tx, id, type, org_id, data, created_at, traceparent FROM domain_events
         WHERE (tx, id) > (${String(options.after.tx)}::bigint, ${String(options.after.id)}::bigint)
           AND tx < s.horizon ${typeFilter}
         ORDER BY tx, id LIMIT ${options.limit}
@@ -83,11 +84,14 @@ export const readAfterRows = (sql: SqlClient.SqlClient, options: ReadOptions) =>
  * `WITH appended AS (${appendStatement(...)}) … ${notifySql(sql, "appended")}`, so a
  * publisher that writes other rows too can do it in one round trip; `when` (default true)
  * makes the insert conditional on the rest of that statement. `publishAll` is the usual way.
+ * `traceparent` (the publishing span's, see `currentTraceparent`) goes on every event, so
+ * the requests they cause (webhook deliveries) continue that trace.
  */
 export const appendStatement = (
   sql: SqlClient.SqlClient,
   events: ReadonlyArray<NewDomainEvent>,
-  when: Statement.Fragment = sql.literal("true")
+  when: Statement.Fragment = sql.literal("true"),
+  traceparent: string | null = null
 ) => {
   const payload = JSON.stringify(events.map((event) => ({
     type: event.type,
@@ -96,8 +100,8 @@ export const appendStatement = (
   })))
   // `tx` (the column's default) is this transaction's id: readers order by it.
   return sql`
-    INSERT INTO domain_events (type, org_id, data)
-    SELECT e.value->>'type', e.value->>'orgId', e.value->'data'
+    INSERT INTO domain_events (type, org_id, data, traceparent)
+    SELECT e.value->>'type', e.value->>'orgId', e.value->'data', ${traceparent}::text
     FROM jsonb_array_elements(${payload}::jsonb) WITH ORDINALITY AS e(value, n)
     WHERE ${when}
     ORDER BY e.n
@@ -136,9 +140,13 @@ export const notifySql = (sql: SqlClient.SqlClient, appended: string) =>
     WHERE done.n > 0) IS NULL`
 
 /** Appends `events` and wakes every runner once the statement's transaction commits. */
-export const appendAndNotify = (sql: SqlClient.SqlClient, events: ReadonlyArray<NewDomainEvent>) =>
+export const appendAndNotify = (
+  sql: SqlClient.SqlClient,
+  events: ReadonlyArray<NewDomainEvent>,
+  traceparent: string | null = null
+) =>
   sql`
-    WITH appended AS (${appendStatement(sql, events)})
+    WITH appended AS (${appendStatement(sql, events, sql.literal("true"), traceparent)})
     SELECT ${notifySql(sql, "appended")}`
 
 /** Wakes every runner now (outside a transaction: at once). */

@@ -26,6 +26,8 @@ export interface DomainEvent {
   readonly orgId: string | null
   readonly data: unknown
   readonly createdAt: Date
+  /** The W3C `traceparent` of the span that published it; null (or absent) when tracing was off. */
+  readonly traceparent?: string | null
 }
 
 /** A reader's place in the outbox: after the event at `(tx, id)` (`0, 0`: the beginning). */
@@ -76,7 +78,14 @@ export const readAfter = (sql: SqlClient.SqlClient, options: ReadOptions): Effec
       const events = rows.flatMap((row): Array<PositionedEvent> =>
         row.id === null || row.tx === null || row.type === null || row.createdAt === null ? [] : [{
           position: { tx: row.tx, id: row.id },
-          event: { id: Number(row.id), type: row.type, orgId: row.orgId, data: row.data, createdAt: row.createdAt }
+          event: {
+            id: Number(row.id),
+            type: row.type,
+            orgId: row.orgId,
+            data: row.data,
+            createdAt: row.createdAt,
+            traceparent: row.traceparent
+          }
         }]
       )
       const first = rows[0]

@@ -4,6 +4,7 @@ import type { Scope } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 
+import { currentTraceparent } from "../platform/ClientSpans.ts"
 import { type CommitHint, parseHints } from "./CommitHints.ts"
 import { appendAndNotify, EVENTS_CHANNEL, type NewDomainEvent, notifyAll } from "./DomainEventRows.ts"
 import {
@@ -94,7 +95,7 @@ export const publishAll = Effect.fnUntraced(function*(
   if (events.length === 0) return
   const sql = yield* SqlClient.SqlClient
   // NOTIFY is transactional: delivered to every runner only if and when this commits.
-  const append = appendAndNotify(sql, events)
+  const append = appendAndNotify(sql, events, yield* currentTraceparent)
   const inTransaction = Option.isSome(yield* Effect.serviceOption(sql.transactionService))
   // Joining the caller's transaction directly (no savepoint) keeps big transactions cheap.
   yield* inTransaction ? append : sql.withTransaction(append)

@@ -1,5 +1,6 @@
 import { Context, Effect, Exit, Option, Tracer } from "effect"
 import { Clock } from "effect/Clock"
+import { Headers, HttpTraceContext } from "effect/http"
 
 /**
  * Client spans for the requests Canopy sends to user URLs with Node's own `http` (monitor
@@ -25,6 +26,20 @@ export const traceparent = (span: Tracer.AnySpan): string =>
 /** Whether this fiber exports spans: a tracer other than Effect's native one is installed. */
 const tracing = (fiber: { readonly cache: { readonly tracer: Tracer.Tracer | undefined } }) =>
   fiber.cache.tracer !== undefined && fiber.cache.tracer !== Tracer.nativeTracer
+
+/**
+ * The `traceparent` of the current span when tracing is on (else null), to store with work a
+ * later request continues (an outbox event, a queued webhook delivery): see `parentOf`.
+ */
+export const currentTraceparent: Effect.Effect<string | null> = Effect.withFiber((fiber) =>
+  Effect.succeed(tracing(fiber) && fiber.cache.span !== undefined ? traceparent(fiber.cache.span) : null)
+)
+
+/** The span a stored `traceparent` names, as the parent of a later client span (invalid or null: none). */
+export const parentOf = (stored: string | null | undefined): Tracer.AnySpan | undefined =>
+  stored == null
+    ? undefined
+    : Option.getOrUndefined(HttpTraceContext.w3c(Headers.fromRecordUnsafe({ traceparent: stored })))
 
 /**
  * The span factory of the current fiber, for callback code that sends many requests without

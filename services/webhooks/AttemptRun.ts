@@ -1,8 +1,7 @@
 import { Clock, Effect } from "effect"
 import pkg from "../../package.json" with { type: "json" }
 import type { OutboundGuardShape } from "../outbound/OutboundGuard.ts"
-import { clientSpans } from "../platform/ClientSpans.ts"
-import { TraceHandoff } from "../platform/TraceHandoff.ts"
+import { clientSpans, parentOf } from "../platform/ClientSpans.ts"
 import type { AttemptRecord, ClaimedDelivery, QueuedDelivery } from "./Deliveries.ts"
 import { LOG_BODY_BYTES, parseUrl, post, type SendAgents, type SendResult } from "./Sender.ts"
 import { hubSignature, standardSignature } from "./Signature.ts"
@@ -118,7 +117,6 @@ export const sendRun = (
   Effect.gen(function*() {
     const clock = yield* Clock.Clock
     const spans = yield* clientSpans
-    const handoff = yield* TraceHandoff
     const url = parseUrl(target.url)
     const resolved = url instanceof URL ? yield* Effect.result(guard.resolve(url.hostname)) : undefined
     return yield* Effect.callback<{ readonly ok: boolean; readonly record: AttemptRecord } | undefined>((resume) => {
@@ -129,9 +127,10 @@ export const sendRun = (
         if (progress.started >= batch.length) return resume(Effect.succeed(undefined))
         const claimed = batch[progress.started]
         const now = clock.currentTimeMillisUnsafe()
-        // A test ping or redelivery continues the trace of the request that queued it.
+        // The request continues the trace of what queued it (the event's publisher, the API
+        // request of a test ping or redelivery); without one, the Dispatcher's span is the parent.
         const span = spans !== undefined && url instanceof URL
-          ? spans.start("POST", url, handoff.take(claimed.id))
+          ? spans.start("POST", url, parentOf(claimed.traceparent))
           : undefined
         const request = buildRequest(target, claimed, now, span?.headers)
         const settle = (result: SendResult) => {

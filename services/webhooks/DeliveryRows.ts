@@ -61,6 +61,8 @@ export interface NewDelivery {
   /** The payload's JSON text. */
   readonly payload: string
   readonly redelivery: boolean
+  /** The `traceparent` of the span that queued it (null: tracing off): its request continues that trace. */
+  readonly traceparent: string | null
 }
 
 /** An event for the webhooks of one scope (`repoId` null: the organization's webhooks). */
@@ -72,6 +74,8 @@ export interface SubscribedEvent {
   readonly payload: string
   /** When the event happened (the outbox's clock): webhooks created later do not get it. */
   readonly happenedAt: Date
+  /** The event's `traceparent` (null: tracing was off), carried to its deliveries. */
+  readonly traceparent: string | null
 }
 
 /** The channel that wakes the runner hosting a webhook when deliveries are queued (payload: its id). */
@@ -87,10 +91,12 @@ export const insertDeliveries = (
 ) =>
   sql`
     WITH inserted AS (
-      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, next_attempt_at, created_at)
-      SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, ${iso}::timestamptz, ${iso}::timestamptz
+      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, redelivery, traceparent, next_attempt_at,
+        created_at)
+      SELECT r.id, r."webhookId", r.event, r.payload, r.redelivery, r.traceparent, ${iso}::timestamptz,
+        ${iso}::timestamptz
       FROM jsonb_to_recordset(${JSON.stringify(rows)}::jsonb)
-        AS r(id text, "webhookId" text, event text, payload text, redelivery boolean)
+        AS r(id text, "webhookId" text, event text, payload text, redelivery boolean, traceparent text)
       -- No foreign key (0019): the lock keeps a concurrent delete of the webhook behind this commit.
       JOIN webhooks w ON w.id = r."webhookId"
       FOR KEY SHARE OF w
@@ -157,14 +163,15 @@ export const insertMatched = (
   const { OID } = PgTypes
   return sql`
     WITH queued AS (
-      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, next_attempt_at, created_at)
-      SELECT r.id, r.w, p.event, p.payload, ${iso}::timestamptz, ${iso}::timestamptz
+      INSERT INTO webhook_deliveries (id, webhook_id, event, payload, traceparent, next_attempt_at, created_at)
+      SELECT r.id, r.w, p.event, p.payload, p.traceparent, ${iso}::timestamptz, ${iso}::timestamptz
       FROM unnest(${column(ids, OID.text)}::text[],
         ${column(matches.map((match) => match.webhookId), OID.text)}::text[],
         ${column(matches.map((match) => match.n), OID.int4)}::int4[]) WITH ORDINALITY AS r(id, w, n, k)
       JOIN unnest(${column(used, OID.int4)}::int4[],
         ${column(used.map((n) => events[n].event), OID.text)}::text[],
-        ${column(used.map((n) => events[n].payload), OID.text)}::text[]) AS p(n, event, payload)
+        ${column(used.map((n) => events[n].payload), OID.text)}::text[],
+        ${column(used.map((n) => events[n].traceparent), OID.text)}::text[]) AS p(n, event, payload, traceparent)
         ON p.n = r.n
       ORDER BY r.k
       RETURNING webhook_id, next_attempt_at, seq

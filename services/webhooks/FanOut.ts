@@ -4,7 +4,7 @@ import type { SqlError } from "effect/sql/SqlError"
 import { type Conflict, NotFound } from "../../schemas/platform/Errors.ts"
 import { type Delivery, PING_EVENT } from "../../schemas/webhooks/Webhooks.ts"
 import type { DomainEvent } from "../events/Events.ts"
-import { TraceHandoff } from "../platform/TraceHandoff.ts"
+import { currentTraceparent } from "../platform/ClientSpans.ts"
 import { organizationSlugs } from "../tenancy/Tenancy.ts"
 import { Deliveries } from "./Deliveries.ts"
 import { type PayloadOrganization, type PayloadRepository, pingPayload, toWebhookEvent } from "./Payloads.ts"
@@ -33,7 +33,6 @@ export class FanOut extends Context.Service<FanOut, {
       const sql = yield* SqlClient.SqlClient
       const webhooks = yield* Webhooks
       const deliveries = yield* Deliveries
-      const handoff = yield* TraceHandoff
       // Slugs never change: cache them per runner.
       const slugs = new Map<string, string>()
       const loadSlugs = Effect.fnUntraced(function*(orgIds: ReadonlyArray<string>) {
@@ -51,14 +50,20 @@ export class FanOut extends Context.Service<FanOut, {
           const webhookEvent = toWebhookEvent(event)
           return Option.isNone(webhookEvent) || event.orgId === null
             ? []
-            : [{ orgId: event.orgId, happenedAt: event.createdAt, ...webhookEvent.value }]
+            : [{
+              orgId: event.orgId,
+              happenedAt: event.createdAt,
+              traceparent: event.traceparent ?? null,
+              ...webhookEvent.value
+            }]
         })
         yield* loadSlugs(mapped.map((event) => event.orgId))
-        const subscribed = mapped.map(({ event, happenedAt, orgId, payload, repoId }) => ({
+        const subscribed = mapped.map(({ event, happenedAt, orgId, payload, repoId, traceparent }) => ({
           orgId,
           repoId,
           event,
           happenedAt,
+          traceparent,
           payload: JSON.stringify(payload({ id: orgId, slug: slugs.get(orgId) ?? orgId }))
         }))
         return yield* deliveries.enqueueForEvents(subscribed, yield* Clock.currentTimeMillis)
@@ -67,12 +72,13 @@ export class FanOut extends Context.Service<FanOut, {
       const queueOne = (webhookId: string, event: string, payload: string, redelivery: boolean) =>
         Effect.gen(function*() {
           const now = yield* Clock.currentTimeMillis
-          const queued = yield* deliveries.enqueue([{ webhookId, event, payload, redelivery }], now).pipe(
+          // Its request continues the trace of the API request that queued it.
+          const traceparent = yield* currentTraceparent
+          const queued = yield* deliveries.enqueue([{ webhookId, event, payload, redelivery, traceparent }], now).pipe(
             Effect.orDie
           )
           // Deleted since it was checked: nothing was queued.
           if (queued.length === 0) return yield* new NotFound({ message: `Webhook '${webhookId}' not found` })
-          yield* handoff.remember(queued[0].id)
           return queued[0]
         })
 

@@ -40,6 +40,7 @@ export const ClaimedRow = Schema.Struct({
   event: Schema.String,
   payload: Schema.String,
   attempts: Schema.Int,
+  traceparent: Schema.NullOr(Schema.String),
   was_due: EpochMs,
   was_claimed: Schema.NullOr(EpochMs)
 })
@@ -102,6 +103,8 @@ export const toQueued = (row: typeof QueuedRow.Type): QueuedDelivery => ({
  * (`next_attempt_at`); `wasClaimedAt` the claim it replaced (a runner died during that attempt).
  */
 export interface ClaimedDelivery extends QueuedDelivery {
+  /** The `traceparent` of the span that queued it: the parent of its request's client span. */
+  readonly traceparent: string | null
   readonly wasDueAt: number
   readonly wasClaimedAt: number | null
 }
@@ -114,6 +117,7 @@ export const toClaimed = (rows: ReadonlyArray<ClaimedRow>, now: number): Readonl
     event: row.event,
     payload: row.payload,
     attempts: row.attempts,
+    traceparent: row.traceparent,
     // The claimed attempt is due now (the row's timer already points at the retry after it).
     dueAt: now,
     wasDueAt: row.was_due,
@@ -260,7 +264,7 @@ export const logAndClaim = (
     UPDATE webhook_deliveries d SET attempts = d.attempts + 1, claimed_at = c.now
     FROM heads JOIN c ON c.n = heads.n
     WHERE d.seq = heads.seq
-    RETURNING c.n, d.seq, d.id, d.event, d.payload, d.attempts, 0 AS due_at,
+    RETURNING c.n, d.seq, d.id, d.event, d.payload, d.attempts, d.traceparent, 0 AS due_at,
       extract(epoch FROM heads.was_due) * 1000 AS was_due,
       extract(epoch FROM heads.was_claimed) * 1000 AS was_claimed`.pipe(decodeRows(ClaimedRow))
 }

@@ -21,7 +21,8 @@ const claimed = (seq: number): ClaimedDelivery => ({
   attempts: 1,
   dueAt: Date.now(),
   wasDueAt: Date.now(),
-  wasClaimedAt: null
+  wasClaimedAt: null,
+  traceparent: null
 })
 
 const targetAt = (url: string): WebhookTarget => ({
