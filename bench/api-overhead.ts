@@ -47,7 +47,7 @@ export const runOverhead = async () => {
   const onEnv: Record<string, string> = sink === undefined ? {} : {
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
     OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-    OTEL_TRACES_SAMPLER_ARG: "0.1"
+    OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACING_RATIO ?? "0.1"
   }
   const on = await startWithKey(onEnv)
   const off = await startWithKey({ METRICS_ENABLED: "false" })
