@@ -64,11 +64,15 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
       if (sampler.root === "on") return tracer.span(parent === undefined ? options : { ...options, sampled: true })
       if (sampler.root === "off") return unsampled(options)
       if (parent !== undefined) {
-        return keepsTraceId(parent.traceId, sampler.ratio) ? tracer.span({ ...options, sampled: true }) : unsampled(options)
+        return keepsTraceId(parent.traceId, sampler.ratio)
+          ? tracer.span({ ...options, sampled: true })
+          : unsampled(options)
       }
       // Decide on a trace id made here, before any span: a losing root costs one cheap span.
       const traceId = Hex.random(32)
-      return keepsTraceId(traceId, sampler.ratio) ? onTraceId(tracer.span(options), traceId) : unsampled(options, traceId)
+      return keepsTraceId(traceId, sampler.ratio)
+        ? onTraceId(tracer.span(options), traceId)
+        : unsampled(options, traceId)
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })
