@@ -8,8 +8,7 @@
  * reads `/metrics` every 15 s during the run, as Prometheus would.
  * Env: DURATION (seconds per process, default 10), CONNECTIONS (default 50), ROUNDS (default 5).
  */
-import * as Http from "node:http"
-import type { AddressInfo } from "node:net"
+import { spawn } from "node:child_process"
 import { load, type LoadResult, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
@@ -24,14 +23,22 @@ const combine = (results: ReadonlyArray<LoadResult>) => ({
   non2xx: results.reduce((sum, result) => sum + result.non2xx, 0)
 })
 
-/** An OTLP/HTTP receiver that accepts and discards (the exporter's cost, not a collector's). */
+/**
+ * An OTLP/HTTP receiver that accepts and discards (the exporter's cost, not a collector's), in
+ * a process of its own: in this one it would take CPU from autocannon while "on" is measured.
+ */
+const sinkSource = `
+const server = require("node:http").createServer((request, response) => {
+  request.resume()
+  request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"))
+})
+server.listen(0, "127.0.0.1", () => console.log(server.address().port))
+`
 const startSink = () =>
-  new Promise<Http.Server>((resolve) => {
-    const server = Http.createServer((request, response) => {
-      request.resume()
-      request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"))
-    })
-    server.listen(0, "127.0.0.1", () => resolve(server))
+  new Promise<{ readonly port: number; readonly close: () => void }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", sinkSource], { stdio: ["ignore", "pipe", "inherit"] })
+    child.once("error", reject)
+    child.stdout!.once("data", (chunk) => resolve({ port: Number(String(chunk).trim()), close: () => child.kill() }))
   })
 
 const startWithKey = async (env: Record<string, string>) => {
@@ -45,9 +52,9 @@ const startWithKey = async (env: Record<string, string>) => {
 export const runOverhead = async () => {
   const sink = tracing ? await startSink() : undefined
   const onEnv: Record<string, string> = sink === undefined ? {} : {
-    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(sink.address() as AddressInfo).port}`,
+    OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}`,
     OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
-    OTEL_TRACES_SAMPLER_ARG: "0.1"
+    OTEL_TRACES_SAMPLER_ARG: process.env.BENCH_TRACING_RATIO ?? "0.1"
   }
   const on = await startWithKey(onEnv)
   const off = await startWithKey({ METRICS_ENABLED: "false" })

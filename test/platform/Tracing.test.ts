@@ -187,12 +187,25 @@ describe("sampling", () => {
 
   it("parent-based samplers follow the caller's flag; the others decide for themselves", () => {
     const { decisions, tracer } = recorder()
-    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(remote(true)))
-    samplingTracer(tracer, { parentBased: true, root: "on", ratio: 1 }).span(options(remote(false)))
-    samplingTracer(tracer, { parentBased: false, root: "on", ratio: 1 }).span(options(remote(false)))
-    samplingTracer(tracer, { parentBased: false, root: "off", ratio: 1 }).span(options(remote(true)))
-    samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(Option.none()))
-    expect(decisions).toEqual([true, false, true, false, false])
+    const spans = [
+      samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(remote(true))),
+      samplingTracer(tracer, { parentBased: true, root: "on", ratio: 1 }).span(options(remote(false))),
+      samplingTracer(tracer, { parentBased: false, root: "on", ratio: 1 }).span(options(remote(false))),
+      samplingTracer(tracer, { parentBased: false, root: "off", ratio: 1 }).span(options(remote(true))),
+      samplingTracer(tracer, { parentBased: true, root: "off", ratio: 1 }).span(options(Option.none()))
+    ]
+    expect(spans.map((span) => span.sampled)).toEqual([true, false, true, false, false])
+    // Only the kept spans reach the exporter's tracer; the dropped ones are cheap local spans.
+    expect(decisions).toEqual([true, true])
+  })
+
+  it("a ratio root is decided on its own trace id, which the span then carries", () => {
+    const { tracer } = recorder()
+    const sampling = samplingTracer(tracer, { parentBased: true, root: "ratio", ratio: 0.5 })
+    const spans = Array.from({ length: 200 }, () => sampling.span(options(Option.none())))
+    for (const span of spans) expect(span.sampled).toBe(keepsTraceId(span.traceId, 0.5))
+    expect(spans.some((span) => span.sampled)).toBe(true)
+    expect(spans.some((span) => !span.sampled)).toBe(true)
   })
 })
 
