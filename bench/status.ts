@@ -64,11 +64,11 @@ const paired = async (
   const bare: Array<LoadResult> = []
   for (let round = 0; round < rounds; round++) {
     if (round % 2 === 0) {
-      bare.push(await loadFromManyClients(bareUrl))
+      bare.push(await loadFromManyClients(bareUrl, headers))
       canopy.push(await loadFromManyClients(url, headers))
     } else {
       canopy.push(await loadFromManyClients(url, headers))
-      bare.push(await loadFromManyClients(bareUrl))
+      bare.push(await loadFromManyClients(bareUrl, headers))
     }
   }
   const ratios = canopy.map((result, i) => result.requestsPerSecond / bare[i].requestsPerSecond)
@@ -151,14 +151,23 @@ const main = async () => {
     return { name, total: performance.now() - started, p99: percentile(latencies.sort((a, b) => a - b), 99) }
   }))
 
-  const bodies = await Promise.all(endpoints.map(([, url]) => fetch(url).then((r) => r.text())))
-  const bareServers = await Promise.all(bodies.map(async (body, i) => {
+  // The bytes Canopy serves (uncompressed, as autocannon asks for them), with their type and ETag.
+  const answers = await Promise.all(endpoints.map(async ([, url]) => {
+    const response = await fetch(url, { headers: { "accept-encoding": "identity" } })
+    return {
+      body: Buffer.from(await response.arrayBuffer()),
+      contentType: response.headers.get("content-type")!,
+      etag: response.headers.get("etag")
+    }
+  }))
+  const bodies = answers.map(({ body }) => body)
+  const bareServers = await Promise.all(answers.map(async ({ body, contentType, etag }, i) => {
     const port = await freePort()
     const file = Path.join(dir, `bare-body-${i}`)
     Fs.writeFileSync(file, body)
     const server = await startProcess(
       "bench/bare-server.ts",
-      { PORT: String(port), BODY_FILE: file },
+      { PORT: String(port), BODY_FILE: file, CONTENT_TYPE: contentType, ...(etag === null ? {} : { ETAG: etag }) },
       `http://127.0.0.1:${port}/`
     )
     return { server, url: `http://127.0.0.1:${port}/` }
@@ -173,11 +182,16 @@ const main = async () => {
   for (const [i, [name, url]] of endpoints.entries()) {
     pairs.push(await paired(name, Buffer.byteLength(bodies[i]), url, bareServers[i].url))
   }
+  // Both sides answer 304 (the bare server knows the summary's ETag).
   const etag = (await fetch(endpoints[0][1])).headers.get("etag")!
   pairs.push(
-    await paired("GET /api/v1/status/{slug} If-None-Match (304)", 0, endpoints[0][1], bareServers[0].url, {
-      "if-none-match": etag
-    })
+    await paired(
+      "GET /api/v1/status/{slug} If-None-Match (304)",
+      0,
+      endpoints[0][1],
+      bareServers[0].url,
+      { "if-none-match": etag }
+    )
   )
   await Promise.all(bareServers.map(({ server }) => stop(server)))
 

@@ -4,10 +4,9 @@ import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { type PublicEndpoint, PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
-import { StatusCache } from "../../../services/status/StatusCache.ts"
+import { type Rendered, StatusCache } from "../../../services/status/StatusCache.ts"
 import { LiveServer } from "../live/LiveRoutes.ts"
 import { recordHttpRequest } from "../metrics/HttpMetrics.ts"
-import { rateLimitHeaders } from "../tenancy/SecurityLive.ts"
 import { parseTrustedProxy } from "../TrustedProxies.ts"
 import { FEED_CACHE, matchesEtag, SHORT_CACHE } from "./cachedResponse.ts"
 import { LOGO_CSP } from "./LogoRoute.ts"
@@ -100,6 +99,12 @@ const parseAddress = (input: string | undefined): NetAddress.IpAddress | undefin
   return Result.isSuccess(inet) ? NetAddress.toCanonical(inet.success.address) : undefined
 }
 
+/** A dotted quad already in canonical form (no leading zeros): `formatIp` would give it back unchanged. */
+const canonicalIpv4 = /^(?:(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)\.){3}(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)$/
+
+/** Per list of trusted networks, whether a connection's peer is one: parsed once per (keep-alive) socket. */
+const peerTrustBy = new WeakMap<ReadonlyArray<IpNetwork.IpNetwork>, WeakMap<object, boolean>>()
+
 /**
  * The client address as `clientIp` sees it after `TrustedProxiesMiddleware` (Effect's
  * `xForwardedHeaders`): the socket's peer, or behind a trusted proxy the first untrusted
@@ -112,9 +117,18 @@ export const clientAddress = (
   const socketAddress = request.socket.remoteAddress ?? "unknown"
   if (trusted.length === 0) return socketAddress
   const isTrusted = (address: NetAddress.IpAddress) => trusted.some((network) => IpNetwork.contains(network, address))
-  const peer = parseAddress(request.socket.remoteAddress)
+  let peerTrust = peerTrustBy.get(trusted)
+  if (peerTrust === undefined) peerTrustBy.set(trusted, peerTrust = new WeakMap())
+  let peerTrusted = peerTrust.get(request.socket)
+  if (peerTrusted === undefined) {
+    const peer = parseAddress(request.socket.remoteAddress)
+    peerTrusted = peer !== undefined && isTrusted(peer)
+    peerTrust.set(request.socket, peerTrusted)
+  }
   const forwarded = request.headers["x-forwarded-for"]
-  if (peer === undefined || !isTrusted(peer) || typeof forwarded !== "string") return socketAddress
+  if (!peerTrusted || typeof forwarded !== "string") return socketAddress
+  // One plain IPv4 hop (what a single proxy sends): the answer as is, without parsing.
+  if (canonicalIpv4.test(forwarded)) return forwarded
   const hops = forwarded.split(",").map((hop) => hop.trim())
   for (let index = hops.length - 1; index >= 0; index--) {
     const address = parseAddress(hops[index])
@@ -126,6 +140,37 @@ export const clientAddress = (
 }
 
 const requestIdPattern = /^[A-Za-z0-9._-]{1,64}$/
+
+interface Prebuilt {
+  /** The headers every answer of this route and entry carries (304 included). */
+  readonly common: ReadonlyArray<string>
+  /** A 200's own: content type and length. */
+  readonly content: ReadonlyArray<string>
+}
+
+/** Per route, the headers of each cached entry, built once per entry (an entry's bytes never change). */
+const prebuiltByRoute = new Map<FastRoute, WeakMap<Rendered, Prebuilt>>()
+
+const headersOf = (route: FastRoute, entry: Rendered): Prebuilt => {
+  let byEntry = prebuiltByRoute.get(route)
+  if (byEntry === undefined) prebuiltByRoute.set(route, byEntry = new WeakMap())
+  let prebuilt = byEntry.get(entry)
+  if (prebuilt === undefined) {
+    const common = {
+      ...route.headers,
+      etag: entry.etag,
+      "cache-control": route.cacheControl,
+      "x-content-type-options": "nosniff",
+      ...corsHeaders
+    }
+    prebuilt = {
+      common: Object.entries(common).flat(),
+      content: ["content-type", entry.contentType, "content-length", String(entry.body.length)]
+    }
+    byEntry.set(entry, prebuilt)
+  }
+  return prebuilt
+}
 
 /**
  * Installs the fast path on the app's Node server while the layer is up. `PublicRateLimit.layer`
@@ -153,22 +198,29 @@ export const PublicFastPath = Layer.effectDiscard(Effect.gen(function*() {
     const decision = limits.takeNow(found.route.limit, clientAddress(request, trusted))
     if (!decision.allowed) return false
     const incomingId = request.headers["x-request-id"]
-    const headers: Record<string, string> = {
-      ...found.route.headers,
-      ...(found.route.rateHeaders ? rateLimitHeaders(decision) : {}),
-      etag: entry.etag,
-      "cache-control": found.route.cacheControl,
-      "x-content-type-options": "nosniff",
-      "x-request-id": typeof incomingId === "string" && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),
-      ...corsHeaders
-    }
+    const prebuilt = headersOf(found.route, entry)
+    // A flat [name, value, …] list: `writeHead` writes it as is, with no object to walk.
+    const headers = found.route.rateHeaders
+      ? [
+        ...prebuilt.common,
+        "x-ratelimit-limit",
+        String(decision.limit),
+        "x-ratelimit-remaining",
+        String(decision.remaining),
+        "x-ratelimit-reset",
+        String(decision.reset)
+      ]
+      : [...prebuilt.common]
+    headers.push(
+      "x-request-id",
+      typeof incomingId === "string" && requestIdPattern.test(incomingId) ? incomingId : randomUUID()
+    )
     if (matchesEtag(request.headers["if-none-match"], entry.etag)) {
       response.writeHead(304, headers).end()
       recordHttpRequest(found.route.template, "GET", 304, started)
       return true
     }
-    headers["content-type"] = entry.contentType
-    headers["content-length"] = String(entry.body.length)
+    headers.push(...prebuilt.content)
     response.writeHead(200, headers).end(entry.body)
     recordHttpRequest(found.route.template, "GET", 200, started)
     return true
