@@ -1,9 +1,11 @@
-import { Effect, Layer, Result } from "effect"
+import { Effect, Layer, Result, Schema } from "effect"
 import { IpNetwork, NetAddress } from "effect/net"
 import { randomUUID } from "node:crypto"
 import type * as Http from "node:http"
+import { BadgeQuery } from "../../../schemas/status/Status.ts"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { type PublicEndpoint, PublicRateLimit } from "../../../services/ratelimits/PublicRateLimit.ts"
+import { BADGE_DEFAULTS } from "../../../services/status/Badge.ts"
 import { type Rendered, StatusCache } from "../../../services/status/StatusCache.ts"
 import { LiveServer } from "../live/LiveRoutes.ts"
 import { recordHttpRequest } from "../metrics/HttpMetrics.ts"
@@ -13,8 +15,9 @@ import { LOGO_CSP } from "./LogoRoute.ts"
 import { corsHeaders } from "./PublicCors.ts"
 
 /**
- * The raw fast path of the public status surface: a GET whose answer is already *fresh* in
- * this runner's `StatusCache` is written straight to the Node response, before the Effect
+ * The raw fast path of the public status surface: a GET whose answer is already in
+ * this runner's `StatusCache` (fresh, or stale with its refresh under way: what the route would
+ * answer) is written straight to the Node response, before the Effect
  * HTTP app (router, edge and CORS middlewares, a fiber per request) sees it. During an
  * outage nearly every request is such a hit, and serving it costs little more than bare
  * `node:http` serving the same bytes (`npm run bench:status`).
@@ -23,8 +26,9 @@ import { corsHeaders } from "./PublicCors.ts"
  * `PublicRateLimit`, the same client address behind `TRUSTED_PROXIES`), rate-limit headers
  * where the route sends them, CORS, strong ETag and 304, Cache-Control, `nosniff`, the
  * request id. Everything else falls through to the Effect app untouched: a miss, a stale
- * or invalidated entry (the app refreshes it), a query string (the badge's options; the
- * logo's `?v=` is the one query a route ignores), a spent limit (the app answers the 429;
+ * entry nobody refreshes yet (the app starts the refresh), an invalidated entry, a query
+ * string (but the badge's options, decoded with the route's Schema, and the logo's `?v=`,
+ * which the route ignores), a spent limit (the app answers the 429;
  * a refused take counts nothing), any other method or path. `test/status/FastPath.test.ts`
  * compares the two paths' answers.
  */
@@ -69,11 +73,41 @@ const logo = route("logo", "badge", "/status/:slug/logo", {
   ignoresQuery: true
 })
 
+const badge = route("badge", "badge", "/api/v1/badge/:slug/:monitorId")
+
 const slugPattern = /^[a-z0-9-]{2,40}$/
+/** Ids as the app makes them: nothing the router would percent-decode differently. */
+const monitorIdPattern = /^[A-Za-z0-9_-]{1,100}$/
+const decodeBadgeQuery = Schema.decodeUnknownResult(BadgeQuery)
+
+/**
+ * The badge's cache key for a request, exactly as `BadgeRoute` builds it (the same Schema
+ * over the same query parameters, the same defaults), or undefined when the query is not
+ * valid (the route answers its 400).
+ */
+const badgeKey = (url: string, monitorId: string): string | undefined => {
+  const params = new URL(url, "http://localhost").searchParams
+  const input: Record<string, string> = {}
+  for (const key of Object.keys(BadgeQuery.fields)) {
+    const value = params.get(key)
+    if (value !== null) input[key] = value
+  }
+  const query = decodeBadgeQuery(input)
+  if (Result.isFailure(query)) return undefined
+  const { label = BADGE_DEFAULTS.label, period = BADGE_DEFAULTS.period, style = BADGE_DEFAULTS.style } = query.success
+  return JSON.stringify(["badge", monitorId, style, label, period])
+}
 
 /** The cached route a path names, with its slug. */
-const match = (path: string): { readonly route: FastRoute; readonly slug: string } | undefined => {
+const match = (
+  path: string
+): { readonly route: FastRoute; readonly slug: string; readonly monitorId?: string } | undefined => {
   const parts = path.split("/")
+  if (parts.length === 6 && parts[1] === "api" && parts[2] === "v1" && parts[3] === "badge") {
+    return slugPattern.test(parts[4]) && monitorIdPattern.test(parts[5])
+      ? { route: badge, slug: parts[4], monitorId: parts[5] }
+      : undefined
+  }
   // "/api/v1/status/x" → ["", "api", "v1", "status", "x"]; "/status/x" → ["", "status", "x"]
   if (parts.length === 5 && parts[1] === "api" && parts[2] === "v1") {
     const found = parts[3] === "status"
@@ -192,8 +226,14 @@ export const PublicFastPath = Layer.effectDiscard(Effect.gen(function*() {
     const url = request.url ?? ""
     const queryAt = url.indexOf("?")
     const found = match(queryAt < 0 ? url : url.slice(0, queryAt))
-    if (found === undefined || (queryAt >= 0 && !found.route.ignoresQuery)) return false
-    const entry = cache.peek(found.slug, found.route.key)
+    if (found === undefined) return false
+    let key = found.route.key
+    if (found.monitorId !== undefined) {
+      const badgeEntry = badgeKey(url, found.monitorId)
+      if (badgeEntry === undefined) return false
+      key = badgeEntry
+    } else if (queryAt >= 0 && !found.route.ignoresQuery) return false
+    const entry = cache.peek(found.slug, key)
     if (entry === undefined || entry.status !== 200) return false
     const decision = limits.takeNow(found.route.limit, clientAddress(request, trusted))
     if (!decision.allowed) return false
