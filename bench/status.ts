@@ -194,6 +194,26 @@ const main = async () => {
     )
   )
   await Promise.all(bareServers.map(({ server }) => stop(server)))
+  // The throughput table now: a later stage that fails does not take it along.
+  console.log(
+    `\n${MONITORS} monitors (30 days of rollups), ${COMPONENTS} components, ${INCIDENTS} incidents; ` +
+      `${connections} connections, ${seconds} s each, autocannon on loopback\n`
+  )
+  printTable(pairs.map(({ bare, bytes, canopy, name, ratios }) => {
+    const sortedRatios = [...ratios].sort((a, b) => a - b)
+    return {
+      endpoint: name,
+      bytes,
+      "req/s": median(canopy.map((round) => round.requestsPerSecond)),
+      "p50 ms": median(canopy.map((round) => round.p50)),
+      "p99 ms": Math.max(...canopy.map((round) => round.p99)),
+      "non-2xx": canopy.reduce((sum, round) => sum + round.non2xx, 0),
+      "bare req/s": median(bare.map((round) => round.requestsPerSecond)),
+      "bare p99 ms": Math.max(...bare.map((round) => round.p99)),
+      "vs bare (median)": `${(100 * median(ratios)).toFixed(1)}%`,
+      "range": `${(100 * sortedRatios[0]).toFixed(0)}–${(100 * sortedRatios[sortedRatios.length - 1]).toFixed(0)}%`
+    }
+  }))
 
   console.error("bench:status: propagation to a second runner")
   // An incident opened through the first runner, polled for on a second runner's summary.
@@ -206,9 +226,10 @@ const main = async () => {
     DATA_DIR: dir
   }, `http://127.0.0.1:${secondPort}/readyz`)
   const activeOnSecond = () =>
-    fetch(`http://127.0.0.1:${secondPort}/api/v1/status/bench`).then((r) => r.json() as Promise<any>).then((s) =>
-      s.activeIncidents as number
-    )
+    // A deadline per poll: a request that never answers fails the run instead of hanging it.
+    fetch(`http://127.0.0.1:${secondPort}/api/v1/status/bench`, { signal: AbortSignal.timeout(10_000) }).then((r) =>
+      r.json() as Promise<any>
+    ).then((s) => s.activeIncidents as number)
   /** Polls the second runner until it shows `count` active incidents; how long that took. */
   const untilSecondShows = async (count: number) => {
     const started = performance.now()
@@ -230,25 +251,6 @@ const main = async () => {
   await stop(canopy)
   await close()
 
-  console.log(
-    `\n${MONITORS} monitors (30 days of rollups), ${COMPONENTS} components, ${INCIDENTS} incidents; ` +
-      `${connections} connections, ${seconds} s each, autocannon on loopback\n`
-  )
-  printTable(pairs.map(({ bare, bytes, canopy, name, ratios }) => {
-    const sortedRatios = [...ratios].sort((a, b) => a - b)
-    return {
-      endpoint: name,
-      bytes,
-      "req/s": median(canopy.map((round) => round.requestsPerSecond)),
-      "p50 ms": median(canopy.map((round) => round.p50)),
-      "p99 ms": Math.max(...canopy.map((round) => round.p99)),
-      "non-2xx": canopy.reduce((sum, round) => sum + round.non2xx, 0),
-      "bare req/s": median(bare.map((round) => round.requestsPerSecond)),
-      "bare p99 ms": Math.max(...bare.map((round) => round.p99)),
-      "vs bare (median)": `${(100 * median(ratios)).toFixed(1)}%`,
-      "range": `${(100 * sortedRatios[0]).toFixed(0)}–${(100 * sortedRatios[sortedRatios.length - 1]).toFixed(0)}%`
-    }
-  }))
   console.log(`\nCold cache: ${BURST} concurrent first requests per endpoint (all endpoints at once)\n`)
   printTable(burst.map(({ name, p99, total }) => ({ endpoint: name, "all answered ms": total, "p99 ms": p99 })))
   const sorted = [...propagation].sort((a, b) => a - b)
