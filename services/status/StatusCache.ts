@@ -81,8 +81,9 @@ export class StatusCache extends Context.Service<StatusCache, {
    */
   get<E, R>(orgId: string, key: string, compute: Effect.Effect<Rendered, E, R>): Effect.Effect<Rendered, E, R>
   /**
-   * The fresh cached `key` of the organization behind `slug`, synchronously, or undefined
-   * when anything is missing, computing, stale or invalidated (then `get` is the way).
+   * The cached `key` of the organization behind `slug`, synchronously, when `get` would answer
+   * it at once without starting work: fresh, or stale with its refresh under way. Undefined
+   * when anything is missing, computing, stale with no refresh, or invalidated (then `get`).
    */
   peek(slug: string, key: string): Rendered | undefined
   /** The organization behind a public slug, cached like the renderings. */
@@ -248,13 +249,22 @@ export class StatusCache extends Context.Service<StatusCache, {
         )
         yield* Scope.addFinalizer(scope, Effect.sync(clearAll))
 
+        /**
+         * What `lookup` answers at once without starting anything: a fresh entry, or a stale
+         * one whose background refresh is already under way (a slow refresh under load would
+         * otherwise send every request of its window to the Effect app).
+         */
+        const servable = <A>(entry: Entry<A> | undefined, now: number): boolean =>
+          entry?.settled !== undefined &&
+          (now - entry.at < freshMs || (entry.refreshing && now - entry.at < freshMs + staleMs))
+
         const peek = (slug: string, key: string): Rendered | undefined => {
           const now = Date.now()
           const org = orgs.get(slug)
-          if (org?.settled === undefined || now - org.at >= freshMs) return undefined
-          const orgId = org.settled.id
+          if (org === undefined || !servable(org, now)) return undefined
+          const orgId = org.settled!.id
           const entry = byOrg.get(orgId)?.get(key)
-          if (entry?.settled === undefined || now - entry.at >= freshMs) return undefined
+          if (entry === undefined || !servable(entry, now)) return undefined
           return entry.generation === (generations.get(orgId) ?? 0) ? entry.settled as Rendered : undefined
         }
 

@@ -3,6 +3,7 @@ import { Context, Effect } from "effect"
 import type * as Http from "node:http"
 import { LiveServer } from "../../src/http/live/LiveRoutes.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
+import { eventually } from "../support/wait.ts"
 
 /**
  * The raw fast path of cached public answers (`PublicFastPath.ts`) answers a hit exactly as
@@ -37,8 +38,36 @@ it.live("a cached hit is served by the fast path exactly as by the routes", () =
       if (answered) served++
       return answered
     }
+    const monitor = yield* request(`${app.baseUrl}/api/v1/monitors`, {
+      method: "POST",
+      token: key,
+      body: { name: "API", url: "http://127.0.0.1:9/", frequency: 3600 }
+    })
+    expect(monitor.status).toBe(201)
+    const badge = `/api/v1/badge/fast/${monitor.body.id}`
+    // The monitor's event invalidates the organization's entries when it arrives: wait for it.
+    yield* eventually(
+      "the monitor's invalidation to pass",
+      Effect.gen(function*() {
+        const before = served
+        yield* fetchRaw(`${app.baseUrl}${badge}?label=warm-up`, { "x-forwarded-for": "192.0.2.1" })
+        return served - before
+      }),
+      (fast) => fast === 1
+    )
     const client = { "x-forwarded-for": "203.0.113.7", origin: "https://example.com" }
-    for (const path of ["/api/v1/status/fast", "/api/v1/widget/fast", "/api/v1/feed/fast", "/status/fast"]) {
+    for (
+      const path of [
+        "/api/v1/status/fast",
+        "/api/v1/widget/fast",
+        "/api/v1/feed/fast",
+        "/status/fast",
+        badge,
+        // The badge's options are part of its cache entry: each its own first miss, then a hit.
+        `${badge}?style=flat-square&label=API%20uptime`,
+        `${badge}?period=7d&unknown=ignored`
+      ]
+    ) {
       const before = served
       const slow = yield* fetchRaw(`${app.baseUrl}${path}`, client)
       expect(served, path).toBe(before)
@@ -62,6 +91,11 @@ it.live("a cached hit is served by the fast path exactly as by the routes", () =
       expect(notModified.headers.get("access-control-allow-origin"), path).toBe("*")
       expect(notModified.headers.get("etag"), path).toBe(slow.headers.get("etag"))
     }
+
+    // An invalid badge option is the route's 400, never a fast answer.
+    const before = served
+    expect((yield* fetchRaw(`${app.baseUrl}${badge}?style=wobbly`, client)).status).toBe(400)
+    expect(served).toBe(before)
 
     // An incident invalidates the entry: the next answer comes from the routes, with the incident.
     const created = yield* request(`${app.baseUrl}/api/v1/incidents`, {
