@@ -14,6 +14,7 @@ import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
 import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
+import { recordHttpRequest } from "./metrics/HttpMetrics.ts"
 import { RequestState, type RequestStateShape } from "./RequestState.ts"
 import { unexpectedQuery } from "./StrictQuery.ts"
 import { isUnavailable, unavailableRetryAfter } from "./Unavailable.ts"
@@ -158,20 +159,23 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     }
     span?.attribute("canopy.request_id", state.requestId)
     const url = request.url
+    const startedMs = performance.now()
+    /** Answered here, before routing: counted under the "unmatched" route. */
+    const refuse = (response: HttpServerResponse.HttpServerResponse) => {
+      const finished = finish(response, url, state)
+      recordHttpRequest("unmatched", request.method, finished.status, startedMs)
+      return Effect.succeed(finished)
+    }
     const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(pathOf(url)) : undefined
     if (limit !== undefined && Number(request.headers["content-length"] ?? 0) > limit) {
-      return Effect.succeed(
-        finish(
-          errorResponse(413, "payload_too_large", `The request body is over this route's limit of ${limit} bytes`),
-          url,
-          state
-        )
+      return refuse(
+        errorResponse(413, "payload_too_large", `The request body is over this route's limit of ${limit} bytes`)
       )
     }
     const queryAt = url.indexOf("?")
     if (queryAt >= 0 && url.startsWith("/api/")) {
       const refused = unexpectedQuery(request.method, url.slice(0, queryAt), url.slice(queryAt + 1))
-      if (refused !== undefined) return Effect.succeed(finish(refused, url, state))
+      if (refused !== undefined) return refuse(refused)
     }
     let effect = Effect.annotateLogs(
       Effect.provideService(httpEffect, RequestState, state),
@@ -184,8 +188,11 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     const started = Date.now()
     return Effect.flatMap(
       Effect.catchCause(effect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
-      (response) =>
-        accessLog(request.method, pathOf(url), response.status, started, state, finish(response, url, state))
+      (response) => {
+        const finished = finish(response, url, state)
+        recordHttpRequest(state.route ?? "unmatched", request.method, finished.status, startedMs)
+        return accessLog(request.method, pathOf(url), finished.status, started, state, finished)
+      }
     )
   }), { global: true })
 
