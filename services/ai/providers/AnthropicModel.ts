@@ -1,9 +1,6 @@
-import { Effect, Option, Schema } from "effect"
-import type { Redacted } from "effect"
+import { Schema } from "effect"
 import { AiError, AnthropicStructuredOutput } from "effect/ai"
-import type { OutboundGuard } from "../../outbound/OutboundGuard.ts"
-import { languageModel, type ModelRequest } from "./ModelCall.ts"
-import { postJson, type ProviderCall, type ProviderHttpClient } from "./ProviderHttp.ts"
+import { keyHeader, type ModelOptions, wireModel } from "./WireModel.ts"
 
 /**
  * Anthropic messages (`POST {baseUrl}/v1/messages`, `x-api-key`, `anthropic-version`).
@@ -28,7 +25,6 @@ const Answer = Schema.Struct({
     output_tokens: Schema.optional(Schema.Number)
   }))
 })
-const decodeAnswer = Schema.decodeUnknownEffect(Answer)
 
 const finishOf = (reason: string | null | undefined) =>
   reason === "end_turn" || reason === "stop_sequence"
@@ -48,57 +44,45 @@ const classify = (status: number, body: string): AiError.AiErrorReason | undefin
   return undefined
 }
 
-export const makeAnthropicModel = (options: {
-  readonly baseUrl: string | null
-  readonly apiKey: Option.Option<Redacted.Redacted<string>>
-  readonly model: string
-}) =>
-  Effect.gen(function*() {
-    const context = yield* Effect.context<ProviderHttpClient | OutboundGuard>()
-    const base = (options.baseUrl ?? ANTHROPIC_BASE_URL).replace(/\/+$/, "")
-    const call = (request: ModelRequest) =>
-      Effect.gen(function*() {
-        const tool = request.json === undefined ? undefined : {
-          name: request.json.name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64),
-          description: "Submit the result.",
-          input_schema: request.json.schema
+export const makeAnthropicModel = (options: ModelOptions) =>
+  wireModel({
+    provider: "anthropic",
+    method: "messages",
+    defaultBaseUrl: ANTHROPIC_BASE_URL,
+    request: (request, base) => {
+      const tool = request.json === undefined ? undefined : {
+        name: request.json.name.replace(/[^a-zA-Z0-9_-]/g, "_").slice(0, 64),
+        description: "Submit the result.",
+        input_schema: request.json.schema
+      }
+      return {
+        url: `${base}/v1/messages`,
+        headers: {
+          "anthropic-version": ANTHROPIC_VERSION,
+          ...keyHeader(options.apiKey, (key) => ({ "x-api-key": key }))
+        },
+        body: {
+          model: options.model,
+          max_tokens: MAX_TOKENS,
+          ...(request.system === "" ? {} : { system: request.system }),
+          messages: [{ role: "user", content: request.user }],
+          ...(tool === undefined ? {} : { tools: [tool], tool_choice: { type: "tool", name: tool.name } })
         }
-        const http: ProviderCall = {
-          provider: "anthropic",
-          method: "messages",
-          url: `${base}/v1/messages`,
-          headers: {
-            "anthropic-version": ANTHROPIC_VERSION,
-            ...Option.match(options.apiKey, { onNone: () => ({}), onSome: (key) => ({ "x-api-key": key }) })
-          },
-          body: {
-            model: options.model,
-            max_tokens: MAX_TOKENS,
-            ...(request.system === "" ? {} : { system: request.system }),
-            messages: [{ role: "user", content: request.user }],
-            ...(tool === undefined ? {} : { tools: [tool], tool_choice: { type: "tool", name: tool.name } })
-          }
-        }
-        const json = yield* postJson(http, classify)
-        const answer = yield* decodeAnswer(json).pipe(
-          Effect.mapError(() =>
-            AiError.make({
-              module: "anthropic",
-              method: "messages",
-              reason: new AiError.InvalidOutputError({ description: "The answer is not a message" })
-            })
-          )
-        )
-        const toolUse = answer.content.find((block) => block.type === "tool_use")
-        const text = toolUse !== undefined
+      }
+    },
+    answer: Answer,
+    notAnAnswer: "The answer is not a message",
+    reply: (answer) => {
+      const toolUse = answer.content.find((block) => block.type === "tool_use")
+      return {
+        text: toolUse !== undefined
           ? JSON.stringify(toolUse.input ?? {})
-          : answer.content.filter((block) => block.type === "text").map((block) => block.text ?? "").join("")
-        return {
-          text,
-          inputTokens: answer.usage?.input_tokens ?? 0,
-          outputTokens: answer.usage?.output_tokens ?? 0,
-          finish: finishOf(answer.stop_reason)
-        } as const
-      }).pipe(Effect.provide(context))
-    return yield* languageModel({ call, codecTransformer: AnthropicStructuredOutput.toCodecAnthropic })
-  })
+          : answer.content.filter((block) => block.type === "text").map((block) => block.text ?? "").join(""),
+        inputTokens: answer.usage?.input_tokens ?? 0,
+        outputTokens: answer.usage?.output_tokens ?? 0,
+        finish: finishOf(answer.stop_reason)
+      }
+    },
+    classify,
+    codecTransformer: AnthropicStructuredOutput.toCodecAnthropic
+  }, options)

@@ -1,9 +1,6 @@
-import { Effect, Option, Schema } from "effect"
-import type { Redacted } from "effect"
+import { Schema } from "effect"
 import { AiError, LanguageModel } from "effect/ai"
-import type { OutboundGuard } from "../../outbound/OutboundGuard.ts"
-import { languageModel, type ModelRequest } from "./ModelCall.ts"
-import { postJson, type ProviderCall, type ProviderHttpClient } from "./ProviderHttp.ts"
+import { keyHeader, type ModelOptions, wireModel } from "./WireModel.ts"
 
 /**
  * Google generateContent (`POST {baseUrl}/v1beta/models/{model}:generateContent`, the key
@@ -27,7 +24,6 @@ const Answer = Schema.Struct({
     candidatesTokenCount: Schema.optional(Schema.Number)
   }))
 })
-const decodeAnswer = Schema.decodeUnknownEffect(Answer)
 
 const finishOf = (reason: string | undefined) =>
   reason === "STOP" ? "stop" : reason === "MAX_TOKENS" ? "length" : reason === "SAFETY" ? "content-filter" : "other"
@@ -40,55 +36,39 @@ const classify = (status: number, body: string): AiError.AiErrorReason | undefin
   return undefined
 }
 
-export const makeGoogleModel = (options: {
-  readonly baseUrl: string | null
-  readonly apiKey: Option.Option<Redacted.Redacted<string>>
-  readonly model: string
-}) =>
-  Effect.gen(function*() {
-    const context = yield* Effect.context<ProviderHttpClient | OutboundGuard>()
-    const base = (options.baseUrl ?? GOOGLE_BASE_URL).replace(/\/+$/, "")
-    const model = options.model.replace(/^models\//, "")
-    const call = (request: ModelRequest) =>
-      Effect.gen(function*() {
-        const http: ProviderCall = {
-          provider: "google",
-          method: "generateContent",
-          url: `${base}/v1beta/models/${encodeURIComponent(model)}:generateContent`,
-          headers: Option.match(options.apiKey, {
-            onNone: () => ({}),
-            onSome: (key) => ({ "x-goog-api-key": key })
-          }),
-          body: {
-            ...(request.system === "" ? {} : { systemInstruction: { parts: [{ text: request.system }] } }),
-            contents: [{ role: "user", parts: [{ text: request.user }] }],
-            ...(request.json === undefined ? {} : {
-              generationConfig: { responseMimeType: "application/json", responseJsonSchema: request.json.schema }
-            })
-          }
-        }
-        const json = yield* postJson(http, classify)
-        const answer = yield* decodeAnswer(json).pipe(
-          Effect.mapError(() =>
-            AiError.make({
-              module: "google",
-              method: "generateContent",
-              reason: new AiError.InvalidOutputError({ description: "The answer is not a generateContent response" })
-            })
-          )
-        )
-        const candidate = answer.candidates?.[0]
-        const parts = candidate?.content?.parts ?? []
-        const call = parts.find((part) => part.functionCall !== undefined)
-        const text = call !== undefined
+export const makeGoogleModel = (options: ModelOptions) => {
+  const model = options.model.replace(/^models\//, "")
+  return wireModel({
+    provider: "google",
+    method: "generateContent",
+    defaultBaseUrl: GOOGLE_BASE_URL,
+    request: (request, base) => ({
+      url: `${base}/v1beta/models/${encodeURIComponent(model)}:generateContent`,
+      headers: keyHeader(options.apiKey, (key) => ({ "x-goog-api-key": key })),
+      body: {
+        ...(request.system === "" ? {} : { systemInstruction: { parts: [{ text: request.system }] } }),
+        contents: [{ role: "user", parts: [{ text: request.user }] }],
+        ...(request.json === undefined ? {} : {
+          generationConfig: { responseMimeType: "application/json", responseJsonSchema: request.json.schema }
+        })
+      }
+    }),
+    answer: Answer,
+    notAnAnswer: "The answer is not a generateContent response",
+    reply: (answer) => {
+      const candidate = answer.candidates?.[0]
+      const parts = candidate?.content?.parts ?? []
+      const call = parts.find((part) => part.functionCall !== undefined)
+      return {
+        text: call !== undefined
           ? JSON.stringify(call.functionCall?.args ?? {})
-          : parts.map((part) => part.text ?? "").join("")
-        return {
-          text,
-          inputTokens: answer.usageMetadata?.promptTokenCount ?? 0,
-          outputTokens: answer.usageMetadata?.candidatesTokenCount ?? 0,
-          finish: finishOf(candidate?.finishReason)
-        } as const
-      }).pipe(Effect.provide(context))
-    return yield* languageModel({ call, codecTransformer: LanguageModel.defaultCodecTransformer })
-  })
+          : parts.map((part) => part.text ?? "").join(""),
+        inputTokens: answer.usageMetadata?.promptTokenCount ?? 0,
+        outputTokens: answer.usageMetadata?.candidatesTokenCount ?? 0,
+        finish: finishOf(candidate?.finishReason)
+      }
+    },
+    classify,
+    codecTransformer: LanguageModel.defaultCodecTransformer
+  }, options)
+}
