@@ -1,23 +1,13 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect } from "effect"
 import { commit } from "../git/gitClient.ts"
 import { addMember } from "../pulls/support.ts"
-import { request, startApp } from "../support/app.ts"
+import { request } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { providerStub, type ReviewAnswer, success } from "./stubs.ts"
-import { aiUrl, FILE, pullWithChange } from "./support.ts"
+import { AiApp, aiUrl, FILE, pullWithChange, slugs } from "./support.ts"
 
-class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
-  "test/ai/AiAutonomy"
-) {}
-const TestAppLive = Layer.effect(
-  TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql }))
-)
-
-let counter = 0
-const slug = () => `aia-${process.pid}-${++counter}`
+const slug = slugs("aia")
 const KEY = "sk-autonomy"
 
 const warningAndCritical: ReviewAnswer = {
@@ -53,10 +43,10 @@ const comments = (pr: Effect.Success<ReturnType<typeof pullWithChange>>, number:
     (r) => r.body.comments as ReadonlyArray<any>
   )
 
-layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("AI review autonomy", (it) => {
+layer(AiApp.layer, { excludeTestServices: true, timeout: "240 seconds" })("AI review autonomy", (it) => {
   it.effect("apply: safe suggestions are committed by the bot, a critical one waits for a human; no re-review", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const stub = yield* providerStub("openai")
       stub.setReview(warningAndCritical)
       const pr = yield* pullWithChange(baseUrl, slug(), { open: false })
@@ -114,7 +104,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("AI re
 
   it.effect("merge: waits for a human approval, then the bot merges and says so", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug(), { open: false })
       yield* pr.settings({ enabled: true, apiKey: KEY, baseUrl: stub.baseUrl, autonomyLevel: "merge" })
@@ -145,7 +135,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("AI re
 
   it.effect("merge: a needs_work review stops the flow with a comment", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("openai")
       stub.setReview({ summary: "Not ready.", overallSentiment: "needs_work", suggestions: [] })
       const pr = yield* pullWithChange(baseUrl, slug(), { open: false })
@@ -169,7 +159,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "240 seconds" })("AI re
 
   it.effect("a push supersedes a running review; auto-merge waits for ai/review", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const stub = yield* providerStub("openai")
       let release: () => void = () => {}
       const hold = new Promise<void>((resolve) => {

@@ -1,20 +1,9 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
-import { startApp } from "../support/app.ts"
+import { Effect } from "effect"
 import { providerStub, refusedKey, type ReviewAnswer, success } from "./stubs.ts"
-import { FILE, pullWithChange } from "./support.ts"
+import { AiApp, FILE, pullWithChange, slugs } from "./support.ts"
 
-class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
-  "test/ai/AiProviders"
-) {}
-const TestAppLive = Layer.effect(
-  TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql }))
-)
-
-let counter = 0
-const slug = () => `aip-${process.pid}-${++counter}`
+const slug = slugs("aip")
 
 const answer: ReviewAnswer = {
   summary: "A slow loop.",
@@ -31,10 +20,10 @@ const answer: ReviewAnswer = {
   }]
 }
 
-layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI review providers", (it) => {
+layer(AiApp.layer, { excludeTestServices: true, timeout: "180 seconds" })("AI review providers", (it) => {
   it.effect("anthropic: messages with a forced tool, x-api-key and anthropic-version; the tool input is the review", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("anthropic")
       stub.setReview(answer)
       const pr = yield* pullWithChange(baseUrl, slug())
@@ -70,7 +59,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("google: generateContent with x-goog-api-key (not in the URL) and a JSON schema; a bad key fails", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("google")
       stub.setReview(answer)
       const pr = yield* pullWithChange(baseUrl, slug())
@@ -100,7 +89,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("openai-compatible servers: a tool-call answer is read, and a local server needs no key", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("openai")
       stub.queue.push(success("openai", answer, true))
       const pr = yield* pullWithChange(baseUrl, slug())
@@ -120,7 +109,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("one organization's key is never usable from another organization's repository", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const stub = yield* providerStub("openai")
       const a = yield* pullWithChange(baseUrl, slug())
       const b = yield* pullWithChange(baseUrl, slug())

@@ -1,30 +1,20 @@
 import { expect, layer } from "@effect/vitest"
-import { Context, Effect, Layer } from "effect"
-import { SqlClient } from "effect/sql"
+import { Effect } from "effect"
 import { addMember } from "../pulls/support.ts"
-import { request, startApp } from "../support/app.ts"
+import { request } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { providerStub, rateLimited, refusedKey, webhookReceiver } from "./stubs.ts"
-import { aiUrl, FILE, logged, pullWithChange } from "./support.ts"
+import { AiApp, aiUrl, FILE, logged, pullWithChange, slugs } from "./support.ts"
 
-class TestApp extends Context.Service<TestApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
-  "test/ai/AiReview"
-) {}
-const TestAppLive = Layer.effect(
-  TestApp,
-  Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql }))
-)
-
-let counter = 0
-const slug = () => `ai-${process.pid}-${++counter}`
+const slug = slugs("ai")
 const KEY = "sk-test-SECRET-0123456789abcdef"
 /** JSON of rows, whatever their column types. */
 const text = (value: unknown) => JSON.stringify(value, (_, v) => typeof v === "bigint" ? String(v) : v)
 
-layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI review", (it) => {
+layer(AiApp.layer, { excludeTestServices: true, timeout: "180 seconds" })("AI review", (it) => {
   it.effect("settings: defaults, write-only encrypted key, validation, scopes, other organizations", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const { repo, settings } = yield* pullWithChange(baseUrl, slug(), { open: false })
       const url = aiUrl(baseUrl, repo, "/ai/settings")
       const initial = yield* request(url, { token: repo.key })
@@ -72,7 +62,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("openai: a manual review (202) posts inline suggestions by canopy-ai, stores usage and sets ai/review", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug())
       stub.setReview({
@@ -209,7 +199,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("a refused key fails the review with a sentence; the key is in no body, event, row or log", () =>
     Effect.gen(function*() {
-      const { baseUrl, sql } = yield* TestApp
+      const { baseUrl, sql } = yield* AiApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug())
       const key = `sk-refused-${Date.now()}-XYZ`
@@ -259,7 +249,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("a 429 with Retry-After is retried, then the review completes", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug())
       stub.queue.push(rateLimited("openai", "1"))
@@ -273,7 +263,7 @@ layer(TestAppLive, { excludeTestServices: true, timeout: "180 seconds" })("AI re
 
   it.effect("automatic: opening a pull request reviews it; a manual trigger without AI enabled is a 409", () =>
     Effect.gen(function*() {
-      const { baseUrl } = yield* TestApp
+      const { baseUrl } = yield* AiApp
       const stub = yield* providerStub("openai")
       const pr = yield* pullWithChange(baseUrl, slug(), { open: false })
       yield* pr.settings({ enabled: true, apiKey: KEY, baseUrl: stub.baseUrl })

@@ -1,8 +1,22 @@
-import { Effect } from "effect"
+import { Context, Effect, Layer } from "effect"
+import type { SqlClient } from "effect/sql"
 import { gitClient } from "../git/gitClient.ts"
 import { api, pushBranch, repoWithMain } from "../pulls/support.ts"
-import { request } from "../support/app.ts"
+import { request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
+
+/** The app an AI test file runs against (one per file: each file runs in a worker of its own). */
+export class AiApp extends Context.Service<AiApp, { readonly baseUrl: string; readonly sql: SqlClient.SqlClient }>()(
+  "test/ai/AiApp"
+) {
+  static readonly layer = Layer.effect(AiApp, Effect.map(startApp(), (app) => ({ baseUrl: app.baseUrl, sql: app.sql })))
+}
+
+/** Unique repository slugs per test process: `<prefix>-<pid>-<n>`. */
+export const slugs = (prefix: string) => {
+  let counter = 0
+  return () => `${prefix}-${process.pid}-${++counter}`
+}
 
 /** What every captured log line is searched for (the key must never appear). */
 export const logged: Array<string> = []
