@@ -64,8 +64,7 @@ const ControlPlaneSql = Layer.unwrap(Effect.gen(function*() {
 export const ClusterLive = (config: AppConfigShape) =>
   Layer.unwrap(Effect.map(Effect.orDie(ciWorkerRole), (role) =>
     // `ci` shards only on runners that execute CI jobs (`CI_WORKER`, default true, and the sandbox's tools).
-    runners(config, role.executes ? shardGroups : ["default"])
-  )).pipe(Layer.provide(ControlPlaneSql))
+    runners(config, role.executes ? shardGroups : ["default"]))).pipe(Layer.provide(ControlPlaneSql))
 
 const runners = (config: AppConfigShape, assignedShardGroups: ReadonlyArray<string>) =>
   Option.match(config.runnerAddress, {

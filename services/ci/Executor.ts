@@ -20,8 +20,8 @@ import {
   type SandboxBind,
   type SandboxLimits
 } from "./Sandbox.ts"
-import { sweepStaleWorkFolders, workFolderPrefix } from "./WorkFolders.ts"
 import { executorToolsPresent } from "./WorkerRole.ts"
+import { sweepStaleWorkFolders, workFolderPrefix } from "./WorkFolders.ts"
 
 /** The executor could not prepare or start a job (not a failing command: that is an exit code). */
 export class ExecutorError extends Data.TaggedError("ExecutorError")<{ readonly message: string }> {}

@@ -19,7 +19,11 @@ const runner = (blobs: string, ciWorker: boolean) =>
     Fs.symlinkSync(blobs, Path.join(dataDir, "blobs"))
     const port = yield* Effect.promise(freePort)
     return {
-      overrides: { dataDir, runnerAddress: Option.some({ host: "127.0.0.1", port }), runnerListenAddress: Option.none() },
+      overrides: {
+        dataDir,
+        runnerAddress: Option.some({ host: "127.0.0.1", port }),
+        runnerListenAddress: Option.none()
+      },
       env: withEnv({ CI_WORKER: String(ciWorker) }),
       address: `127.0.0.1:${port}`
     }
@@ -84,8 +88,11 @@ it.live(
       expect(log.text).toContain("tested")
 
       // The `ci` shards are the worker's alone; the default group is shared as before.
-      yield* eventually("the worker holds every ci shard", Effect.sync(() => ciShardsHeld(worker.context)), (n) =>
-        n === shardsPerGroup)
+      yield* eventually(
+        "the worker holds every ci shard",
+        Effect.sync(() => ciShardsHeld(worker.context)),
+        (n) => n === shardsPerGroup
+      )
       expect(ciShardsHeld(api.context)).toBe(0)
       yield* eventually(
         "the default shards spread over both runners",

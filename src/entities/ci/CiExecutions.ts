@@ -1,7 +1,7 @@
 import { Cause, Config, Context, Deferred, Duration, Effect, Exit, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
-import { claimRun, heartbeat, type RunRow } from "../../../services/ci/CiRunRows.ts"
 import { CiQueue } from "../../../services/ci/CiQueueProtocol.ts"
+import { claimRun, heartbeat, type RunRow } from "../../../services/ci/CiRunRows.ts"
 import { RunExecution } from "../../../services/ci/RunExecution.ts"
 import { ciWorkerRole } from "../../../services/ci/WorkerRole.ts"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
@@ -101,9 +101,11 @@ export class CiExecutions extends Context.Service<CiExecutions, {
             }
             taken++
             const claimed = yield* claimRun(sql, runner, orgId).pipe(
-              Effect.onExit((exit) => Effect.sync(() => {
-                if (Exit.isFailure(exit) || exit.value === undefined) taken--
-              }))
+              Effect.onExit((exit) =>
+                Effect.sync(() => {
+                  if (Exit.isFailure(exit) || exit.value === undefined) taken--
+                })
+              )
             )
             if (claimed === undefined) return started
             yield* start(claimed)
