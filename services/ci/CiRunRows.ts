@@ -271,10 +271,15 @@ export const requestCancel = (sql: SqlClient.SqlClient, runId: string) =>
     Effect.map((rows) => rows.length > 0)
   )
 
-/** Records that `runner` is alive; returns the runs it still holds and whether each was cancelled. */
-export const heartbeat = (sql: SqlClient.SqlClient, runner: string) =>
+/**
+ * Records that `runner` is alive for the runs `ids` it executes (only those: a run it claimed
+ * but never started is left to the lost-run sweep); returns the ones it still holds and
+ * whether each was cancelled.
+ */
+export const heartbeat = (sql: SqlClient.SqlClient, runner: string, ids: ReadonlyArray<string>) =>
   sql<{ id: string; cancel_requested: boolean }>`
-    UPDATE ci_runs SET heartbeat_at = now() WHERE runner = ${runner} AND status = 'running'
+    UPDATE ci_runs SET heartbeat_at = now()
+    WHERE runner = ${runner} AND status = 'running' AND id = ANY(${ids}::text[])
     RETURNING id, cancel_requested`.pipe(
     Effect.map((rows) => new Map(rows.map((row) => [row.id, row.cancel_requested])))
   )

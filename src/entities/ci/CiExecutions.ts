@@ -100,15 +100,18 @@ export class CiExecutions extends Context.Service<CiExecutions, {
               return started
             }
             taken++
-            const claimed = yield* claimRun(sql, runner, orgId).pipe(
-              Effect.onExit((exit) =>
-                Effect.sync(() => {
-                  if (Exit.isFailure(exit) || exit.value === undefined) taken--
-                })
+            // Claimed and started as one step: a claimed run is always executing (and heartbeating).
+            const claimed = yield* Effect.uninterruptible(
+              claimRun(sql, runner, orgId).pipe(
+                Effect.onExit((exit) =>
+                  Effect.sync(() => {
+                    if (Exit.isFailure(exit) || exit.value === undefined) taken--
+                  })
+                ),
+                Effect.tap((row) => row === undefined ? Effect.void : start(row))
               )
             )
             if (claimed === undefined) return started
-            yield* start(claimed)
             started++
           }
         })
@@ -130,7 +133,8 @@ export class CiExecutions extends Context.Service<CiExecutions, {
           Effect.suspend(() => {
             // Only runs held before the heartbeat's query: one claimed meanwhile is not in its answer.
             const before = [...active.entries()]
-            return Effect.flatMap(heartbeat(sql, runner), (held) =>
+            if (before.length === 0) return Effect.void
+            return Effect.flatMap(heartbeat(sql, runner, before.map(([id]) => id)), (held) =>
               // Cancelled, or no longer ours (swept as lost after a long pause): stop the job.
               Effect.forEach(before, ([id, signal]) =>
                 held.get(id) === false ? Effect.void : Deferred.succeed(signal, undefined), { discard: true }))
