@@ -104,3 +104,36 @@ it.live(
     }).pipe(Effect.scoped),
   { timeout: 180_000 }
 )
+
+it.live(
+  "a worker runs at most CI_WORKER_SLOTS runs at once across organizations; the waiting one follows",
+  () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const git = yield* gitClient
+      const app = yield* startAppOnDatabase(url, undefined, withEnv({ CI_WORKER_SLOTS: "1" }))
+      const config = { triggerOnPush: false, installCommand: "true", testCommand: "sleep 2" }
+      const files = { "README.md": "slots\n" }
+      const first = yield* ciRepo(git, app.baseUrl, `ci-slot-a-${process.pid}`, { config, files, name: "a" })
+      const second = yield* ciRepo(git, app.baseUrl, `ci-slot-b-${process.pid}`, { config, files, name: "b" })
+      // Enterprise organizations (10 concurrent each): only this runner's single slot holds them back.
+      expect((yield* first.ci.trigger({ branch: "main" })).status).toBe(201)
+      expect((yield* second.ci.trigger({ branch: "main" })).status).toBe(201)
+      let most = 0
+      yield* eventually(
+        "both runs completed",
+        app.sql<{ running: number; completed: number }>`
+          SELECT count(*) FILTER (WHERE status = 'running')::int AS running,
+                 count(*) FILTER (WHERE status = 'completed')::int AS completed
+          FROM ci_runs WHERE repo_id IN (${first.repo.id}, ${second.repo.id})`,
+        ([counts]) => {
+          most = Math.max(most, counts.running)
+          return counts.completed === 2
+        },
+        { timeoutMs: 90_000, pollMs: 100 }
+      )
+      expect(most).toBe(1)
+      for (const { ci } of [first, second]) expect((yield* ci.run(1)).body.run.conclusion).toBe("success")
+    }).pipe(Effect.scoped),
+  { timeout: 180_000 }
+)
