@@ -23,10 +23,13 @@ const WAKE_TIMEOUT = Duration.seconds(10)
 export class CiExecutions extends Context.Service<CiExecutions, {
   /** Whether this runner executes CI jobs (`CI_WORKER` and the sandbox's tools). */
   readonly executes: boolean
-  /** This runner's name in `ci_runs.runner`: a fresh id per start, then the runner address. */
-  readonly runner: string
   /** Claims the organization's claimable runs while this runner has free slots and starts them; answers how many. */
   readonly claim: (orgId: string) => Effect.Effect<number>
+  /**
+   * Sends `Wake` to the organization's queue, wherever it lives; an answer that does not come
+   * within 10 s is given up (the `ci` sweep wakes the organization again).
+   */
+  readonly wake: (orgId: string) => Effect.Effect<void>
 }>()("canopy/ci/CiExecutions") {
   static readonly layer = Layer.effect(
     CiExecutions,
@@ -42,7 +45,7 @@ export class CiExecutions extends Context.Service<CiExecutions, {
         onNone: () => "single",
         onSome: ({ host, port }) => `${host}:${port}`
       })
-      // Fresh per start: a restarted runner never keeps the runs of its previous life alive.
+      // `ci_runs.runner`, fresh per start: a restarted runner never keeps the runs of its previous life alive.
       const runner = `${makeId("runner")}@${address}`
       /** Running here, with the signal that stops each (a cancel request, or the run no longer ours). */
       const active = new Map<string, Deferred.Deferred<void>>()
@@ -60,8 +63,8 @@ export class CiExecutions extends Context.Service<CiExecutions, {
           Effect.timeout(WAKE_TIMEOUT),
           Effect.catchCause((cause) =>
             Cause.hasInterruptsOnly(cause)
-              ? Effect.failCause(cause)
-              : Effect.logDebug("CI: a queue wake-up failed (the sweep retries)", cause)
+              ? Effect.failCause(cause as Cause.Cause<never>)
+              : Effect.logDebug("CI: a queue wake-up failed (the next sweep retries)", cause)
           ),
           Effect.asVoid
         )
@@ -149,7 +152,7 @@ export class CiExecutions extends Context.Service<CiExecutions, {
         ).pipe(Effect.forever, Effect.forkIn(scope))
       }
 
-      return CiExecutions.of({ executes: role.executes, runner, claim })
+      return CiExecutions.of({ executes: role.executes, claim, wake })
     })
   )
 }

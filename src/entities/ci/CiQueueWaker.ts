@@ -11,7 +11,6 @@ import { CiExecutions } from "./CiExecutions.ts"
 const SWEEP_EVERY = Duration.seconds(2)
 /** Organizations woken per sweep (oldest queued run first); the rest at the next one. */
 const SWEEP_LIMIT = 500
-const WAKE_TIMEOUT = Duration.seconds(10)
 
 const restartOnFailure = (message: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
   self.pipe(
@@ -34,17 +33,7 @@ const restartOnFailure = (message: string) => <A, E, R>(self: Effect.Effect<A, E
  */
 export const CiQueueWaker = Layer.unwrap(Effect.gen(function*() {
   const executions = yield* CiExecutions
-  const makeClient = yield* CiQueue.client
-  const wake = (orgId: string) =>
-    makeClient(orgId).Wake(undefined).pipe(
-      Effect.timeout(WAKE_TIMEOUT),
-      Effect.catchCause((cause) =>
-        Cause.hasInterruptsOnly(cause)
-          ? Effect.failCause(cause)
-          : Effect.logDebug("CI: a queue wake-up failed (the next sweep retries)", cause)
-      ),
-      Effect.asVoid
-    )
+  const wake = executions.wake
 
   const sweep = Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
