@@ -4,7 +4,9 @@ import { ShardId, Sharding } from "effect/cluster"
 import * as Fs from "node:fs"
 import * as Path from "node:path"
 import { shardsPerGroup } from "../../layers/Cluster.ts"
+import { CiQueue } from "../../services/ci/CiQueueProtocol.ts"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
+import { shardOf } from "../../src/entities/RunnerAlarms.ts"
 import { gitClient } from "../git/gitClient.ts"
 import { startAppOnDatabase } from "../support/app.ts"
 import { createTestDatabase } from "../support/database.ts"
@@ -37,6 +39,12 @@ const shardsHeld = (context: Context.Context<never>, group: string) => {
   return held
 }
 const ciShardsHeld = (context: Context.Context<never>) => shardsHeld(context, "ci")
+
+/** Whether the app's runner hosts the organization's CI queue. */
+const hostsQueue = (context: Context.Context<never>, orgId: string) => {
+  const sharding = Context.get(context as Context.Context<Sharding.Sharding>, Sharding.Sharding)
+  return sharding.hasShardId(shardOf(sharding, CiQueue)(orgId))
+}
 
 it.live(
   "CI runs only on CI_WORKER runners: queued while the cluster has none, then executed by the worker that joins",
@@ -134,6 +142,46 @@ it.live(
       )
       expect(most).toBe(1)
       for (const { ci } of [first, second]) expect((yield* ci.run(1)).body.run.conclusion).toBe("success")
+    }).pipe(Effect.scoped),
+  { timeout: 180_000 }
+)
+
+it.live(
+  "two CI workers share the ci shards, and each organization's runs execute on the worker holding its queue",
+  () =>
+    Effect.gen(function*() {
+      const url = yield* createTestDatabase
+      const blobs = yield* tempDir("canopy-ci-blobs-")
+      const git = yield* gitClient
+      const [a, b] = [yield* runner(blobs, true), yield* runner(blobs, true)]
+      const first = yield* startAppOnDatabase(url, a.overrides, a.env)
+      const second = yield* startAppOnDatabase(url, b.overrides, b.env)
+      yield* eventually(
+        "the ci shards spread over both workers",
+        Effect.sync(() => [ciShardsHeld(first.context), ciShardsHeld(second.context)]),
+        ([x, y]) => x > 0 && y > 0 && x + y === shardsPerGroup
+      )
+
+      // Organizations until each worker hosts one's queue (each is a coin toss).
+      const config = { triggerOnPush: false, installCommand: "true", testCommand: "echo tested" }
+      const placed = new Map<string, { ci: ReturnType<typeof ciApi>; repoId: string }>()
+      for (let i = 0; placed.size < 2 && i < 20; i++) {
+        const made = yield* ciRepo(git, first.baseUrl, `ci-two-${process.pid}-${i}`, {
+          config,
+          files: { "README.md": `${i}\n` },
+          name: `two-${i}`
+        })
+        const host = hostsQueue(first.context, made.repo.org.id) ? a.address : b.address
+        if (!placed.has(host)) placed.set(host, { ci: made.ci, repoId: made.repo.id })
+      }
+      expect([...placed.keys()].sort()).toEqual([a.address, b.address].sort())
+
+      for (const [host, { ci, repoId }] of placed) {
+        expect((yield* ci.trigger({ branch: "main" })).status).toBe(201)
+        expect((yield* ci.completed(1)).run.conclusion).toBe("success")
+        const [row] = yield* first.sql<{ runner: string }>`SELECT runner FROM ci_runs WHERE repo_id = ${repoId}`
+        expect(row.runner.endsWith(`@${host}`)).toBe(true)
+      }
     }).pipe(Effect.scoped),
   { timeout: 180_000 }
 )
