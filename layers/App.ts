@@ -58,7 +58,7 @@ import { serveHttp } from "../src/http/HttpApp.ts"
 import { LiveServer, LiveUpgrades } from "../src/http/live/LiveRoutes.ts"
 import { MetricsPortServer } from "../src/http/metrics/MetricsRoutes.ts"
 import { PublicFastPath } from "../src/http/status/PublicFastPath.ts"
-import { ClusterLive, shardsPerGroup } from "./Cluster.ts"
+import { ClusterLive, shardGroups, shardsPerGroup } from "./Cluster.ts"
 import { DatabaseLive } from "./Database.ts"
 import { BlobStoreLive, CryptoLive, MailerLive } from "./Services.ts"
 
@@ -141,7 +141,7 @@ export const AppLive = (config: AppConfigShape) => {
     Layer.provideMerge(CiLive),
     // Branch protection fills RefUpdateCheck, BranchRules and ProtectedBranches for every caller above.
     Layer.provideMerge(ProtectionLive),
-    Layer.provideMerge(MetricsExporter.layer({ groups: ["default"], perGroup: shardsPerGroup })),
+    Layer.provideMerge(MetricsExporter.layer({ groups: shardGroups, perGroup: shardsPerGroup })),
     Layer.provideMerge(Domain),
     Layer.provideMerge(Base)
   )

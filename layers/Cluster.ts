@@ -3,6 +3,8 @@ import { NodeCrypto } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import { Config, Effect, Layer, Option } from "effect"
 import { RunnerAddress, SingleRunner } from "effect/cluster"
+import { CI_SHARD_GROUP } from "../services/ci/CiQueueProtocol.ts"
+import { ciWorkerRole } from "../services/ci/WorkerRole.ts"
 import type { AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Database } from "../services/platform/Database.ts"
 
@@ -12,8 +14,15 @@ import { Database } from "../services/platform/Database.ts"
  */
 export const shardsPerGroup = 300
 
+/**
+ * Every runner knows every group (the list must be the same on all of them: shard locks are
+ * numbered by its sorted order); `ci` holds the CI queues (`services/ci/CiQueueProtocol.ts`).
+ */
+export const shardGroups = ["default", CI_SHARD_GROUP] as const
+
 const sharding = {
   shardsPerGroup,
+  availableShardGroups: shardGroups,
   shardLockRefreshInterval: "2 seconds",
   shardLockExpiration: "8 seconds",
   runnerHealthCheckInterval: "2 seconds",
@@ -52,12 +61,15 @@ const ControlPlaneSql = Layer.unwrap(Effect.gen(function*() {
  * a transaction pooler: shard locks are session advisory locks). Either way on the
  * cluster's own connections (`ControlPlaneSql`).
  */
-export const ClusterLive = (config: AppConfigShape) => runners(config).pipe(Layer.provide(ControlPlaneSql))
+export const ClusterLive = (config: AppConfigShape) =>
+  Layer.unwrap(Effect.map(Effect.orDie(ciWorkerRole), (role) =>
+    // `ci` shards only on runners that execute CI jobs (`CI_WORKER`, default true, and the sandbox's tools).
+    runners(config, role.executes ? shardGroups : ["default"]))).pipe(Layer.provide(ControlPlaneSql))
 
-const runners = (config: AppConfigShape) =>
+const runners = (config: AppConfigShape, assignedShardGroups: ReadonlyArray<string>) =>
   Option.match(config.runnerAddress, {
     onNone: () =>
-      SingleRunner.layer({ runnerStorage: "sql", shardingConfig: sharding }).pipe(
+      SingleRunner.layer({ runnerStorage: "sql", shardingConfig: { ...sharding, assignedShardGroups } }).pipe(
         Layer.provide(NodeCrypto.layerDigest)
       ),
     onSome: (address) =>
@@ -65,6 +77,7 @@ const runners = (config: AppConfigShape) =>
         storage: "sql",
         shardingConfig: {
           ...sharding,
+          assignedShardGroups,
           runnerAddress: Option.some(RunnerAddress.make(address.host, address.port)),
           runnerListenAddress: Option.map(
             config.runnerListenAddress,

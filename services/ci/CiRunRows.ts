@@ -11,7 +11,10 @@ import { decodeRows } from "../platform/Rows.ts"
 
 /** The statements of `ci_runs`, `ci_jobs` and `ci_run_numbers`; the queue is the `queued` runs. */
 
-/** The NOTIFY channel that wakes worker runners: a run was queued or a slot freed. */
+/**
+ * The NOTIFY channel that wakes an organization's CI queue (payload: the organization's id):
+ * a run was queued or completed. Sent on commit, so the woken claim sees the row.
+ */
 export const CI_CHANNEL = "canopy_ci"
 
 export const RunRow = Schema.Struct({
@@ -105,7 +108,7 @@ export interface NewRun {
   readonly minutesLimit: number | null
 }
 
-/** Queues a run with the repository's next run number; NOTIFY wakes the workers on commit. */
+/** Queues a run with the repository's next run number; NOTIFY wakes the organization's queue on commit. */
 export const insertRun = (sql: SqlClient.SqlClient, run: NewRun) =>
   sql`
     WITH numbered AS (
@@ -121,7 +124,7 @@ export const insertRun = (sql: SqlClient.SqlClient, run: NewRun) =>
       FROM numbered
       RETURNING ${sql.literal(RUN_COLUMNS)}
     )
-    SELECT *, pg_notify(${CI_CHANNEL}, '') IS NULL AS notified FROM inserted`.pipe(
+    SELECT *, pg_notify(${CI_CHANNEL}, org_id) IS NULL AS notified FROM inserted`.pipe(
     decodeRows(RunRow),
     Effect.map((rows) => rows[0])
   )
@@ -160,33 +163,43 @@ export const selectLog = (sql: SqlClient.SqlClient, runId: string, jobId: string
   )
 
 /**
- * Takes the oldest queued run whose organization has a free slot (its running runs below
- * the plan's concurrency, cluster-wide) for `runner`. Claims are serialised by a transaction
- * advisory lock, so two runners never both fill an organization's last slot.
+ * Takes the organization's oldest queued run for `runner` when the organization has a free
+ * slot (its running runs below the plan's concurrency, cluster-wide). Claims of one
+ * organization are serialised by a transaction advisory lock, so two runners never both fill
+ * its last slot (its queue entity lives on one runner, but a shard on the move may briefly
+ * have two).
  */
-export const claimRun = (sql: SqlClient.SqlClient, runner: string) =>
+export const claimRun = (sql: SqlClient.SqlClient, runner: string, orgId: string) =>
   sql.withTransaction(
     Effect.gen(function*() {
-      yield* sql`SELECT pg_advisory_xact_lock(hashtext('canopy_ci_claim'))`
+      yield* sql`SELECT pg_advisory_xact_lock(hashtext('canopy_ci_claim'), hashtext(${orgId}))`
       return yield* sql`
-        WITH busy AS (
-          SELECT org_id, count(*) AS n FROM ci_runs WHERE status = 'running' GROUP BY org_id
-        ), candidate AS (
-          SELECT r.id FROM ci_runs r LEFT JOIN busy ON busy.org_id = r.org_id
-          WHERE r.status = 'queued' AND COALESCE(busy.n, 0) < r.max_concurrent
-            AND NOT EXISTS (
-              SELECT 1 FROM ci_runs older WHERE older.org_id = r.org_id AND older.status = 'queued' AND older.seq < r.seq
-            )
-          ORDER BY r.seq LIMIT 1
+        WITH candidate AS (
+          SELECT id, max_concurrent FROM ci_runs WHERE org_id = ${orgId} AND status = 'queued' ORDER BY seq LIMIT 1
         )
         UPDATE ci_runs SET status = 'running', runner = ${runner}, heartbeat_at = now(), started_at = now()
         WHERE id = (SELECT id FROM candidate)
+          AND (SELECT count(*) FROM ci_runs WHERE org_id = ${orgId} AND status = 'running')
+            < (SELECT max_concurrent FROM candidate)
         RETURNING ${sql.literal(RUN_COLUMNS)}`.pipe(
         decodeRows(RunRow),
         Effect.map((rows) => rows[0] as RunRow | undefined)
       )
     })
   )
+
+/**
+ * Organizations whose oldest queued run could be claimed now (a free slot under the plan's
+ * concurrency), oldest run first: what the `ci` sweep wakes.
+ */
+export const claimableOrganizations = (sql: SqlClient.SqlClient, limit: number) =>
+  sql<{ org_id: string }>`
+    SELECT q.org_id FROM (
+      SELECT DISTINCT ON (org_id) org_id, seq, max_concurrent FROM ci_runs
+      WHERE status = 'queued' ORDER BY org_id, seq
+    ) q
+    WHERE (SELECT count(*) FROM ci_runs r WHERE r.org_id = q.org_id AND r.status = 'running') < q.max_concurrent
+    ORDER BY q.seq LIMIT ${limit}`.pipe(Effect.map((rows) => rows.map((row) => row.org_id)))
 
 /** Minutes an organization's jobs used this calendar month (UTC). */
 export const minutesUsed = (sql: SqlClient.SqlClient, orgId: string) =>
@@ -230,7 +243,10 @@ export const completeJob = (
 export const skipRemainingJobs = (sql: SqlClient.SqlClient, runId: string) =>
   sql`UPDATE ci_jobs SET status = 'completed', conclusion = 'skipped' WHERE run_id = ${runId} AND status = 'queued'`
 
-/** Completes a run that is not completed yet; NOTIFY wakes the workers (a slot is free). */
+/**
+ * Completes a run that is not completed yet; NOTIFY wakes its organization's queue (a slot is
+ * free). `runner` stays: it tells which runner executed the run.
+ */
 export const completeRun = (
   sql: SqlClient.SqlClient,
   runId: string,
@@ -241,11 +257,11 @@ export const completeRun = (
       UPDATE ci_runs SET status = 'completed', conclusion = ${outcome.conclusion},
         message = COALESCE(${outcome.message}, message),
         test_summary = ${outcome.testSummary === null ? null : JSON.stringify(outcome.testSummary)}::jsonb,
-        started_at = COALESCE(started_at, now()), completed_at = now(), runner = NULL
+        started_at = COALESCE(started_at, now()), completed_at = now()
       WHERE id = ${runId} AND status <> 'completed'
       RETURNING ${sql.literal(RUN_COLUMNS)}
     )
-    SELECT *, pg_notify(${CI_CHANNEL}, '') IS NULL AS notified FROM done`.pipe(
+    SELECT *, pg_notify(${CI_CHANNEL}, org_id) IS NULL AS notified FROM done`.pipe(
     decodeRows(RunRow),
     Effect.map((rows) => rows[0] as RunRow | undefined)
   )
@@ -255,10 +271,15 @@ export const requestCancel = (sql: SqlClient.SqlClient, runId: string) =>
     Effect.map((rows) => rows.length > 0)
   )
 
-/** Records that `runner` is alive; returns the runs it still holds and whether each was cancelled. */
-export const heartbeat = (sql: SqlClient.SqlClient, runner: string) =>
+/**
+ * Records that `runner` is alive for the runs `ids` it executes (only those: a run it claimed
+ * but never started is left to the lost-run sweep); returns the ones it still holds and
+ * whether each was cancelled.
+ */
+export const heartbeat = (sql: SqlClient.SqlClient, runner: string, ids: ReadonlyArray<string>) =>
   sql<{ id: string; cancel_requested: boolean }>`
-    UPDATE ci_runs SET heartbeat_at = now() WHERE runner = ${runner} AND status = 'running'
+    UPDATE ci_runs SET heartbeat_at = now()
+    WHERE runner = ${runner} AND status = 'running' AND id = ANY(${ids}::text[])
     RETURNING id, cancel_requested`.pipe(
     Effect.map((rows) => new Map(rows.map((row) => [row.id, row.cancel_requested])))
   )

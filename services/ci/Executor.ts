@@ -17,10 +17,10 @@ import {
   SANDBOX_HOME,
   SANDBOX_PATH,
   sandboxArgv,
-  sandboxAvailable,
   type SandboxBind,
   type SandboxLimits
 } from "./Sandbox.ts"
+import { executorToolsPresent } from "./WorkerRole.ts"
 import { sweepStaleWorkFolders, workFolderPrefix } from "./WorkFolders.ts"
 
 /** The executor could not prepare or start a job (not a failing command: that is an exit code). */
@@ -328,7 +328,7 @@ const makeBubblewrap = Effect.fnUntraced(function*(options?: BubblewrapOptions) 
   return Executor.of({
     checkout,
     exec,
-    available: sandboxAvailable() && Fs.existsSync("/usr/bin/tar"),
+    available: executorToolsPresent(),
     network
   })
 })

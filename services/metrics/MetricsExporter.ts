@@ -27,7 +27,12 @@ const outboxLagEvents = family((labels) =>
     attributes: labels
   })
 )
-const shardsHeld = gauge("canopy_cluster_shards_held", "Cluster shards this runner holds")
+const shardsHeld = family((labels) =>
+  Metric.gauge("canopy_cluster_shards_held", {
+    description: "Cluster shards this runner holds, by shard group (default; ci on CI workers)",
+    attributes: labels
+  })
+)
 const loopLag = family((labels) =>
   Metric.gauge("canopy_nodejs_eventloop_lag_seconds", {
     description: "Event-loop delay since the previous scrape, by quantile (0.5, 0.99, 1 = max)",
@@ -78,13 +83,13 @@ export class MetricsExporter extends Context.Service<MetricsExporter, {
 
         const runtime = Effect.withFiber((fiber) => {
           const context = fiber.context
-          let held = 0
           for (const group of shards.groups) {
+            let held = 0
             for (let id = 1; id <= shards.perGroup; id++) {
               if (sharding.hasShardId(ShardId.make(group, id))) held++
             }
+            set(shardsHeld({ group }), held, context)
           }
-          set(shardsHeld, held, context)
           // The histogram is in nanoseconds; empty (no sample yet) it reports NaN/huge values.
           const seconds = (ns: number) => Number.isFinite(ns) && loop.count > 0 ? ns / 1e9 : 0
           set(loopLag({ quantile: "0.5" }), seconds(loop.percentile(50)), context)

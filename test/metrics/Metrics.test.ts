@@ -138,7 +138,9 @@ describe("GET /metrics", () => {
         // Gauges read at scrape time are there, with sane values.
         expect(familyOf(after, "canopy_webhook_queue_depth")?.type).toBe("GAUGE")
         expect(valueOf(after, "canopy_ci_queue_depth")).toBe(0)
-        expect(valueOf(after, "canopy_cluster_shards_held")).toBe(300)
+        // The single runner holds both shard groups (CI_WORKER defaults to true).
+        expect(valueOf(after, "canopy_cluster_shards_held", { group: "default" })).toBe(300)
+        expect(valueOf(after, "canopy_cluster_shards_held", { group: "ci" })).toBe(300)
         expect(valueOf(after, "canopy_nodejs_heap_used_bytes")).toBeGreaterThan(1_000_000)
         expect(familyOf(after, "canopy_outbox_lag_seconds")?.metrics.length).toBeGreaterThan(0)
         // No series names the organization (the registry is the process's: other files' apps
