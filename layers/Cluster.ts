@@ -9,10 +9,14 @@ import type { AppConfigShape } from "../services/platform/AppConfig.ts"
 import { Database } from "../services/platform/Database.ts"
 
 /**
- * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
- * locks loses them after `shardLockExpiration`, and the survivors take them over.
+ * Shards per group (effect/cluster has one count for every group). 100, not effect's 300: a
+ * runner releases its shards one by one on the single lock connection when it stops (two
+ * statements each), and with two groups 600 shards made every stop under load a stream of
+ * "Could not release shards" timeouts. 100 still spreads organizations and monitors evenly over
+ * the handful of runners a deployment has (monitor rows record their shard with the count, and
+ * are reassigned when it changes).
  */
-export const shardsPerGroup = 300
+export const shardsPerGroup = 100
 
 /**
  * Every runner knows every group (the list must be the same on all of them: shard locks are
@@ -20,6 +24,10 @@ export const shardsPerGroup = 300
  */
 export const shardGroups = ["default", CI_SHARD_GROUP] as const
 
+/**
+ * Failure detection tuned for a small cluster: a runner that stops refreshing its shard
+ * locks loses them after `shardLockExpiration`, and the survivors take them over.
+ */
 const sharding = {
   shardsPerGroup,
   availableShardGroups: shardGroups,

@@ -3,6 +3,7 @@ import { Effect, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import parsePrometheus, { type Family } from "parse-prometheus-text-format"
+import { shardsPerGroup } from "../../layers/Cluster.ts"
 import type { MetricsConfig } from "../../services/platform/AppConfig.ts"
 import { freePort } from "../../services/platform/EmbeddedPostgres.ts"
 import { createRepo, gitClient, pushedWorkTree } from "../git/gitClient.ts"
@@ -139,8 +140,8 @@ describe("GET /metrics", () => {
         expect(familyOf(after, "canopy_webhook_queue_depth")?.type).toBe("GAUGE")
         expect(valueOf(after, "canopy_ci_queue_depth")).toBe(0)
         // The single runner holds both shard groups (CI_WORKER defaults to true).
-        expect(valueOf(after, "canopy_cluster_shards_held", { group: "default" })).toBe(300)
-        expect(valueOf(after, "canopy_cluster_shards_held", { group: "ci" })).toBe(300)
+        expect(valueOf(after, "canopy_cluster_shards_held", { group: "default" })).toBe(shardsPerGroup)
+        expect(valueOf(after, "canopy_cluster_shards_held", { group: "ci" })).toBe(shardsPerGroup)
         expect(valueOf(after, "canopy_nodejs_heap_used_bytes")).toBeGreaterThan(1_000_000)
         expect(familyOf(after, "canopy_outbox_lag_seconds")?.metrics.length).toBeGreaterThan(0)
         // No series names the organization (the registry is the process's: other files' apps

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Effect } from "effect"
 import { EntityId, Sharding } from "effect/cluster"
+import { shardsPerGroup } from "../../layers/Cluster.ts"
 import { CheckRecorder } from "../../services/monitors/CheckRecorder.ts"
 import { Monitor } from "../../services/monitors/MonitorProtocol.ts"
 import { startApp } from "../support/app.ts"
@@ -29,11 +30,11 @@ describe("monitor shards", () => {
           SELECT id, shard, shard_count AS "shardCount" FROM monitors WHERE org_id = 'org_shards' ORDER BY id`,
         (rows) => rows.every((row) => row.shard !== null)
       )
-      expect(rows.every((row) => row.shard === shardOf(row.id) && row.shardCount === 300)).toBe(true)
+      expect(rows.every((row) => row.shard === shardOf(row.id) && row.shardCount === shardsPerGroup)).toBe(true)
 
       // A read for some shards returns exactly their monitors…
       const some = [...new Set(rows.slice(0, 5).map((row) => row.shard!))]
-      const read = yield* recorder.activeSchedules(some, 300)
+      const read = yield* recorder.activeSchedules(some, shardsPerGroup)
       expect(read.map((schedule) => schedule.id).sort()).toEqual(
         rows.filter((row) => some.includes(row.shard!)).map((row) => row.id).sort()
       )
