@@ -4,6 +4,7 @@ import { FetchHttpClient } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import pkg from "../../package.json" with { type: "json" }
 import { literal } from "./ConfigLiteral.ts"
+import { layerProtobufTraces } from "./OtlpTraceEncoding.ts"
 import { type Sampler, samplingTracer } from "./Sampling.ts"
 
 export type { Sampler } from "./Sampling.ts"
@@ -134,7 +135,7 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
   )
   return otlp.pipe(
     Layer.provide(Layer.mergeAll(
-      protocol === "http/json" ? OtlpSerialization.layerJson : OtlpSerialization.layerProtobuf,
+      protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
       FetchHttpClient.layer,
       OtlpExporter.layerFlusher
     ))

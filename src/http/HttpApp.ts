@@ -34,6 +34,7 @@ import {
 } from "./protection/ProtectionHandlers.ts"
 import { CodeOwnersHandlers } from "./pulls/CodeOwnersHandlers.ts"
 import { PullRequestsHandlers } from "./pulls/PullRequestsHandlers.ts"
+import { withRoomForRequests } from "./ServerContext.ts"
 import { StatusAssets } from "./status/Assets.ts"
 import { ComponentsHandlers } from "./status/ComponentsHandlers.ts"
 import { PublicCorsMiddleware } from "./status/PublicCors.ts"
@@ -92,7 +93,7 @@ export const HttpAppLive = Layer.unwrap(Effect.gen(function*() {
   return metricsConfigOf(yield* AppConfig).enabled ? withHttpMetrics(Routes) : Routes
 }))
 
-export const serveHttp = HttpRouter.serve(HttpAppLive, { disableLogger: true }).pipe(
+export const serveHttp = withRoomForRequests(HttpRouter.serve(HttpAppLive, { disableLogger: true })).pipe(
   // The status page shares the API's per-IP limits (one memoized instance).
   Layer.provide(PublicRateLimit.layer)
 )
