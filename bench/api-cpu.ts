@@ -3,7 +3,7 @@
  * configuration its own process on its own embedded Postgres, loaded in alternating slices (the
  * order flips every round). CPU comes from `/proc` (every thread, user and system), so it is less
  * swayed than throughput by whatever else the shared machine runs. A diagnostic for issue 32 item 5
- * (`docs/decisions-tracecost.md`), not a pass/fail benchmark.
+ * (`docs/decisions.md`, "Open: 10% sampling still costs more than its spans"), not a pass/fail benchmark.
  * Env: CONFIGS (comma-separated names below, the first is the baseline), RATE (requests/s per
  * slice, 0 = as fast as 50 connections go), SLICE (seconds), ROUNDS.
  */
