@@ -1,7 +1,8 @@
-import { Cause, Config, Duration, Effect, Layer } from "effect"
+import { Config, Duration, Effect, Layer } from "effect"
 import { SqlClient } from "effect/sql"
 import { lostRuns } from "../../../services/ci/CiRunRows.ts"
 import { RunExecution } from "../../../services/ci/RunExecution.ts"
+import { restartOnFailure } from "../../../services/platform/RestartOnFailure.ts"
 
 const SWEEP_EVERY = Duration.seconds(5)
 
@@ -24,13 +25,5 @@ export const CiLostRunSweep = Layer.effectDiscard(Effect.gen(function*() {
         })
     ),
     Effect.sleep(SWEEP_EVERY)
-  ).pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logWarning("CI: runner-lost sweep failed", cause).pipe(Effect.andThen(Effect.sleep("1 second")))
-    ),
-    Effect.forever,
-    Effect.forkScoped
-  )
+  ).pipe(restartOnFailure("CI: runner-lost sweep failed"), Effect.forkScoped)
 }))

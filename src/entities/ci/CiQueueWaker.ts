@@ -1,9 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Duration, Effect, Layer, Queue } from "effect"
+import { Duration, Effect, Layer, Queue } from "effect"
 import { Singleton } from "effect/cluster"
 import { SqlClient } from "effect/sql"
 import { CI_SHARD_GROUP, CiQueue } from "../../../services/ci/CiQueueProtocol.ts"
 import { CI_CHANNEL, claimableOrganizations } from "../../../services/ci/CiRunRows.ts"
+import { restartOnFailure } from "../../../services/platform/RestartOnFailure.ts"
 import * as RunnerAlarms from "../RunnerAlarms.ts"
 import { CiExecutions } from "./CiExecutions.ts"
 
@@ -11,16 +12,6 @@ import { CiExecutions } from "./CiExecutions.ts"
 const SWEEP_EVERY = Duration.seconds(2)
 /** Organizations woken per sweep (oldest queued run first); the rest at the next one. */
 const SWEEP_LIMIT = 500
-
-const restartOnFailure = (message: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  self.pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logWarning(message, cause).pipe(Effect.andThen(Effect.sleep("1 second")))
-    ),
-    Effect.forever
-  )
 
 /**
  * What wakes the organizations' `CiQueue` entities (GUIDE §14):

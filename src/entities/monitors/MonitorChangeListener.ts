@@ -1,7 +1,8 @@
-import { Cause, Effect, Layer, Option, Stream } from "effect"
+import { Effect, Layer, Option, Stream } from "effect"
 import { MonitorChangedEvent } from "../../../schemas/monitors/Monitors.ts"
 import { Events } from "../../../services/events/Events.ts"
 import { Monitor } from "../../../services/monitors/MonitorProtocol.ts"
+import { restartOnFailure } from "../../../services/platform/RestartOnFailure.ts"
 import * as RunnerAlarms from "../RunnerAlarms.ts"
 
 /**
@@ -27,14 +28,7 @@ export const MonitorChangeListener = Layer.effectDiscard(Effect.gen(function*() 
         Effect.ignore
       )
     }),
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logWarning("Monitor: change listener restarting", cause).pipe(
-          Effect.andThen(Effect.sleep("1 second"))
-        )
-    ),
-    Effect.forever
+    restartOnFailure("Monitor: change listener restarting")
   )
   yield* Effect.forkScoped(listen)
 }))

@@ -1,5 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Clock, Duration, Effect, Layer, Queue } from "effect"
+import { Clock, Duration, Effect, Layer, Queue } from "effect"
+import { restartOnFailure } from "../../../services/platform/RestartOnFailure.ts"
 import { Deliveries, WEBHOOKS_CHANNEL } from "../../../services/webhooks/Deliveries.ts"
 import { WebhookAlarms } from "./WebhookAlarms.ts"
 
@@ -7,16 +8,6 @@ export interface WebhookWakerOptions {
   /** How often every runner re-arms the webhooks with pending deliveries. Default 10 seconds. */
   readonly sweepInterval?: Duration.Input | undefined
 }
-
-const restartOnFailure = (message: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  self.pipe(
-    Effect.catchCause((cause) =>
-      Cause.hasInterruptsOnly(cause)
-        ? Effect.failCause(cause)
-        : Effect.logWarning(message, cause).pipe(Effect.andThen(Effect.sleep("1 second")))
-    ),
-    Effect.forever
-  )
 
 /**
  * What wakes webhook entities on this runner:
