@@ -2,7 +2,6 @@ import { Context, Effect, Layer, Option } from "effect"
 import { SqlClient } from "effect/sql"
 import type { SqlError } from "effect/sql/SqlError"
 import type * as Statement from "effect/sql/Statement"
-import type { MonitorStatus } from "../../schemas/monitors/Monitors.ts"
 import { organizationNameById } from "../tenancy/Tenancy.ts"
 import type {
   AlertSubject,
@@ -116,15 +115,7 @@ export class MonitorRepository extends Context.Service<MonitorRepository, {
    * Writes checks' effects on many monitors (the uptime interval restarts no earlier than
    * `checkedAt`), each if its id is in `monitorIds` (a subquery); a statement to embed.
    */
-  applyChecks(
-    checks: ReadonlyArray<{
-      readonly id: string
-      readonly status: MonitorStatus
-      readonly consecutiveFailures: number
-      readonly checkedAt: Date
-    }>,
-    monitorIds: Statement.Fragment
-  ): Statement.Statement<unknown>
+  applyChecks(checks: ReadonlyArray<Rows.AppliedCheck>, monitorIds: Statement.Fragment): Statement.Statement<unknown>
   /** Active monitors of the given shards, plus those whose shard is not recorded for `shardCount`. */
   shardSchedules(
     shards: ReadonlyArray<number>,

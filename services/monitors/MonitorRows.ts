@@ -259,6 +259,14 @@ export const lockCheckStates = (sql: SqlClient.SqlClient, ids: ReadonlyArray<str
     decodeRows(Schema.Struct({ id: Schema.String, ...CheckState.fields }))
   )
 
+/** A check's effect on its monitor, as `applyChecks` writes it. */
+export interface AppliedCheck {
+  readonly id: string
+  readonly status: MonitorStatus
+  readonly consecutiveFailures: number
+  readonly checkedAt: Date
+}
+
 /**
  * Writes checks' effects on many monitors in one update (the uptime interval restarts no
  * earlier than `checkedAt`), each only if its id is in `monitorIds` (a subquery of the
@@ -266,12 +274,7 @@ export const lockCheckStates = (sql: SqlClient.SqlClient, ids: ReadonlyArray<str
  */
 export const applyChecks = (
   sql: SqlClient.SqlClient,
-  checks: ReadonlyArray<{
-    readonly id: string
-    readonly status: MonitorStatus
-    readonly consecutiveFailures: number
-    readonly checkedAt: Date
-  }>,
+  checks: ReadonlyArray<AppliedCheck>,
   monitorIds: Statement.Fragment
 ) => {
   const rows = JSON.stringify(checks.map((check) => ({

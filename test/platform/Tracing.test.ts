@@ -5,10 +5,16 @@ import { tracingConfig } from "../../services/platform/Tracing.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 import { startReceiver } from "../webhooks/receiver.ts"
-import { ancestors, type ReceivedSpan, startOtlpReceiver, tracingTo } from "./otlpReceiver.ts"
+import {
+  ancestors,
+  CLIENT,
+  expectDeliverySpan,
+  type ReceivedSpan,
+  startOtlpReceiver,
+  tracingTo
+} from "./otlpReceiver.ts"
 
 const SERVER = 2
-const CLIENT = 3
 
 const traceId = "4bf92f3577b34da6a3ce929d0e0e4736"
 const parentId = "00f067aa0ba902b7"
@@ -86,18 +92,8 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       })
       expect(ping.status).toBe(202)
       yield* eventually("the ping", Effect.sync(() => receiver.on("/hook")), (received) => received.length > 0)
-      const header = String(receiver.on("/hook")[0].headers.traceparent)
-      expect(header).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
-      expect(header.split("-")[1]).toBe(traceId)
       // The span it names is the delivery's client span, exported in the same trace.
-      const client = yield* eventually(
-        "the delivery's client span",
-        Effect.sync(() => otlp.spans.find((span) => span.spanId === header.split("-")[2])),
-        (span) => span !== undefined
-      )
-      expect(client!.kind).toBe(CLIENT)
-      expect(client!.traceId).toBe(traceId)
-      expect(client!.attributes["http.response.status_code"]).toBe(200)
+      yield* expectDeliverySpan(otlp.spans, String(receiver.on("/hook")[0].headers.traceparent), traceId)
     }))
 
   it.live("a monitor's HTTP check sends a traceparent naming its exported client span; none when tracing is off", () =>

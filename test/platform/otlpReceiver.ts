@@ -1,7 +1,9 @@
+import { expect } from "@effect/vitest"
 import { Effect, Option, Redacted } from "effect"
 import * as Http from "node:http"
 import type { AddressInfo } from "node:net"
 import type { TracingConfig } from "../../services/platform/Tracing.ts"
+import { eventually } from "../support/wait.ts"
 
 /** One span as OTLP/HTTP JSON carries it, its attributes flattened. */
 export interface ReceivedSpan {
@@ -95,3 +97,28 @@ export const ancestors = (spans: ReadonlyArray<ReceivedSpan>, span: ReceivedSpan
   }
   return chain
 }
+
+/** OTLP's `SPAN_KIND_CLIENT`. */
+export const CLIENT = 3
+
+/**
+ * Checks a delivery's `traceparent` (sampled, in trace `traceId`) and waits for the span it
+ * names: the delivery's client span, exported in that trace, with the receiver's 200.
+ */
+export const expectDeliverySpan = (
+  spans: ReadonlyArray<ReceivedSpan>,
+  traceparent: string,
+  traceId: string
+) =>
+  Effect.gen(function*() {
+    expect(traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/)
+    expect(traceparent.split("-")[1]).toBe(traceId)
+    const client = yield* eventually(
+      "the delivery's client span",
+      Effect.sync(() => spans.find((span) => span.spanId === traceparent.split("-")[2])),
+      (span) => span !== undefined
+    )
+    expect(client!.kind).toBe(CLIENT)
+    expect(client!.traceId).toBe(traceId)
+    expect(client!.attributes["http.response.status_code"]).toBe(200)
+  })

@@ -6,6 +6,7 @@ import { RunExecution } from "../../../services/ci/RunExecution.ts"
 import { ciWorkerRole } from "../../../services/ci/WorkerRole.ts"
 import { AppConfig } from "../../../services/platform/AppConfig.ts"
 import { makeId } from "../../../services/platform/Ids.ts"
+import { restartOnFailure } from "../../../services/platform/RestartOnFailure.ts"
 
 const HEARTBEAT_EVERY = Duration.seconds(1)
 /** A wake-up that gets no answer in this time is dropped: the `ci` sweep wakes the organization again. */
@@ -141,15 +142,9 @@ export class CiExecutions extends Context.Service<CiExecutions, {
               // Cancelled, or no longer ours (swept as lost after a long pause): stop the job.
               Effect.forEach(before, ([id, signal]) =>
                 held.get(id) === false ? Effect.void : Deferred.succeed(signal, undefined), { discard: true }))
-          }).pipe(
-            Effect.catchCause((cause) =>
-              Cause.hasInterruptsOnly(cause)
-                ? Effect.failCause(cause)
-                : Effect.logWarning("CI: heartbeat failed", cause)
-            )
-          ),
+          }),
           Effect.sleep(HEARTBEAT_EVERY)
-        ).pipe(Effect.forever, Effect.forkIn(scope))
+        ).pipe(restartOnFailure("CI: heartbeat failed"), Effect.forkIn(scope))
       }
 
       return CiExecutions.of({ executes: role.executes, claim, wake })
