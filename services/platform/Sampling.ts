@@ -49,6 +49,34 @@ const onTraceId = (span: Tracer.Span, traceId: string): Tracer.Span => {
 }
 
 /**
+ * Whether a trace that reaches this process from `parent` (a caller's `traceparent`), or starts
+ * here on `traceId` when there is none, is kept: the one rule for spans (`samplingTracer`) and
+ * for HTTP requests decided before their span exists (`RequestSampling.ts`).
+ */
+export const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined, traceId: () => string): boolean => {
+  if (parent !== undefined && sampler.parentBased) return parent.sampled
+  if (sampler.root !== "ratio") return sampler.root === "on"
+  return keepsTraceId(parent === undefined ? traceId() : parent.traceId, sampler.ratio)
+}
+
+/**
+ * The trace id an HTTP request's sampling decision drew for a root it keeps, handed to the
+ * server span Effect makes right after asking (`RequestSampling.ts`), so the trace is decided
+ * once, on the id it then carries.
+ */
+let handedRoot: string | undefined
+
+export const handRootTraceId = (traceId: string): void => {
+  handedRoot = traceId
+}
+
+const takeHandedRoot = (): string | undefined => {
+  const traceId = handedRoot
+  handedRoot = undefined
+  return traceId
+}
+
+/**
  * `tracer` with `sampler` deciding each trace's root. Effect already passes `sampled: false`
  * down from an unsampled parent; this only decides spans without a parent in this process,
  * and makes every unsampled span a cheap `UnsampledSpan` instead of the exporter's.
@@ -57,6 +85,7 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
   Tracer.make({
     span(options) {
       const parent = Option.getOrUndefined(options.parent)
+      const handed = parent === undefined && options.kind === "server" ? takeHandedRoot() : undefined
       if (parent !== undefined && (parent._tag === "Span" || sampler.parentBased)) {
         return options.sampled ? tracer.span(options) : unsampled(options)
       }
@@ -69,7 +98,7 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
           : unsampled(options)
       }
       // Decide on a trace id made here, before any span: a losing root costs one cheap span.
-      const traceId = Hex.random(32)
+      const traceId = handed ?? Hex.random(32)
       return keepsTraceId(traceId, sampler.ratio)
         ? onTraceId(tracer.span(options), traceId)
         : unsampled(options, traceId)

@@ -1,10 +1,11 @@
 import { Config, Effect, Layer, Option, Redacted, Tracer } from "effect"
 import { SourceError } from "effect/ConfigProvider"
-import { FetchHttpClient } from "effect/http"
+import { FetchHttpClient, HttpMiddleware } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import pkg from "../../package.json" with { type: "json" }
 import { literal } from "./ConfigLiteral.ts"
 import { layerProtobufTraces } from "./OtlpTraceEncoding.ts"
+import { untracedWhen } from "./RequestSampling.ts"
 import { type Sampler, samplingTracer } from "./Sampling.ts"
 
 export type { Sampler } from "./Sampling.ts"
@@ -115,7 +116,8 @@ export const tracingConfig = Effect.gen(function*() {
 
 /**
  * The OTLP exporter and the sampling tracer, or nothing when tracing is off (Effect's native
- * tracer then makes spans nobody exports; the HTTP server skips its span altogether). The
+ * tracer then makes spans nobody exports; the HTTP server skips its span altogether, as it
+ * does for each request whose trace the sampler drops). The
  * exporter flushes what is batched when the app's scope closes.
  */
 export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<never> => {
@@ -133,7 +135,9 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
       (tracer) => samplingTracer(tracer, sampler)
     )
   )
-  return otlp.pipe(
+  // A request whose trace the sampler drops is served untraced (`RequestSampling.ts`).
+  const untraced = Layer.succeed(HttpMiddleware.TracerDisabledWhen)(untracedWhen(sampler))
+  return Layer.merge(otlp, untraced).pipe(
     Layer.provide(Layer.mergeAll(
       protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
       FetchHttpClient.layer,

@@ -1,4 +1,4 @@
-import { ByteSize, Cause, Context, Effect, LogLevel, Option, References } from "effect"
+import { ByteSize, Cause, Context, Effect, LogLevel, Option, References, Tracer } from "effect"
 import {
   Headers,
   HttpIncomingMessage,
@@ -12,6 +12,7 @@ import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
+import { droppedTraceParent } from "../../services/platform/RequestSampling.ts"
 import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { recordHttpRequest } from "./metrics/HttpMetrics.ts"
@@ -182,6 +183,9 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       "requestId",
       state.requestId
     )
+    // A request whose trace was dropped runs untraced by Effect's server: its spans need a parent.
+    const dropped = droppedTraceParent(request)
+    if (dropped !== undefined) effect = Effect.provideService(effect, Tracer.ParentSpan, dropped)
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }

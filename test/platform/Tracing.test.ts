@@ -1,6 +1,9 @@
 import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Option, Redacted, Tracer } from "effect"
-import { keepsTraceId, samplingTracer } from "../../services/platform/Sampling.ts"
+import { Hex } from "effect/encoding"
+import { HttpServerRequest } from "effect/http"
+import { droppedTraceParent, untracedWhen } from "../../services/platform/RequestSampling.ts"
+import { keepsTraceId, type Sampler, samplingTracer } from "../../services/platform/Sampling.ts"
 import { tracingConfig } from "../../services/platform/Tracing.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
@@ -136,6 +139,69 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       expect((yield* monitorOn(untraced.baseUrl, "/off")).headers.traceparent).toBeUndefined()
     }))
 
+  it.live("sampled at a ratio: each request's trace is kept or dropped whole, on the trace id it carries", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const app = yield* startApp({
+        tracing: tracingTo(otlp.url, { sampler: { parentBased: true, root: "ratio", ratio: 0.5 } })
+      })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "halfsampled" })
+      const requestIds: Array<string> = []
+      for (let i = 0; i < 30; i++) {
+        const listed = yield* request(`${app.baseUrl}/api/v1/monitors`, { token: key })
+        expect(listed.status).toBe(200)
+        requestIds.push(listed.headers.get("x-request-id")!)
+      }
+      yield* app.stop
+      const servers = requestIds.flatMap((id) => serverSpanOf(otlp.spans, id) ?? [])
+      // Both outcomes happen (all 30 alike: one chance in 2^29).
+      expect(servers.length).toBeGreaterThan(0)
+      expect(servers.length).toBeLessThan(30)
+      for (const server of servers) {
+        expect(keepsTraceId(server.traceId, 0.5)).toBe(true)
+        // A kept request's SQL spans are exported under its server span.
+        expect(
+          otlp.spans.some((span) =>
+            span.traceId === server.traceId && typeof span.attributes["db.query.text"] === "string"
+          )
+        ).toBe(true)
+      }
+      // Nothing of a dropped request is exported: its handler's span only in kept traces, one per kept request.
+      const kept = new Set(servers.map((server) => server.traceId))
+      const lists = otlp.spans.filter((span) => span.name === "Monitors.list")
+      expect(lists.filter((span) => !kept.has(span.traceId))).toEqual([])
+      expect(lists.length).toBe(servers.length)
+    }))
+
+  it.live("a caller's unsampled traceparent: nothing exported, and the webhook still gets the trace id, unsampled", () =>
+    Effect.gen(function*() {
+      const otlp = yield* startOtlpReceiver
+      const receiver = yield* startReceiver()
+      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "unsampledcaller", plan: "enterprise" })
+      const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
+        method: "POST",
+        token: key,
+        body: { url: receiver.url(), events: ["*"] }
+      })
+      expect(created.status).toBe(201)
+      const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
+        method: "POST",
+        token: key,
+        headers: { traceparent: `00-${traceId}-${parentId}-00` }
+      })
+      expect(ping.status).toBe(202)
+      const [delivery] = yield* eventually(
+        "the ping",
+        Effect.sync(() => receiver.on("/hook")),
+        (received) => received.length > 0
+      )
+      expect(String(delivery.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`))
+      yield* app.stop
+      expect(otlp.spans.filter((span) => span.traceId === traceId)).toEqual([])
+      expect(serverSpanOf(otlp.spans, ping.headers.get("x-request-id")!)).toBeUndefined()
+    }))
+
   it.live("sampled at ratio 0: nothing is sent, though the exporter flushes on stop", () =>
     Effect.gen(function*() {
       const otlp = yield* startOtlpReceiver
@@ -172,7 +238,8 @@ describe("sampling", () => {
     root: false,
     sampled: Option.isNone(parent) || parent.value.sampled
   })
-  const remote = (sampled: boolean) => Option.some(Tracer.externalSpan({ traceId, spanId: parentId, sampled }))
+  const remote = (sampled: boolean, id = traceId) =>
+    Option.some(Tracer.externalSpan({ traceId: id, spanId: parentId, sampled }))
 
   it("a trace id is kept below the ratio, by its low bits, the same way every time", () => {
     expect(keepsTraceId("00000000000000000000000000000000", 0.5)).toBe(true)
@@ -193,6 +260,46 @@ describe("sampling", () => {
     expect(spans.map((span) => span.sampled)).toEqual([true, false, true, false, false])
     // Only the kept spans reach the exporter's tracer; the dropped ones are cheap local spans.
     expect(decisions).toEqual([true, true])
+  })
+
+  it("a request is decided by the same rule as a span, once, and a kept root's span carries the id it drew", () => {
+    const samplers: ReadonlyArray<Sampler> = [
+      { parentBased: true, root: "ratio", ratio: 0.5 },
+      { parentBased: false, root: "ratio", ratio: 0.5 },
+      { parentBased: true, root: "on", ratio: 1 },
+      { parentBased: false, root: "off", ratio: 1 }
+    ]
+    for (const sampler of samplers) {
+      const { tracer } = recorder()
+      const sampling = samplingTracer(tracer, sampler)
+      for (let i = 0; i < 50; i++) {
+        const id = Hex.random(32)
+        for (const flags of ["01", "00", undefined]) {
+          const headers: Record<string, string> = flags === undefined
+            ? {}
+            : { traceparent: `00-${id}-${parentId}-${flags}` }
+          const incoming = HttpServerRequest.fromWeb(new Request("http://canopy.test/api/v1/me", { headers }))
+          const untraced = untracedWhen(sampler)(incoming)
+          // Asked again (Effect's server, then its tracer middleware): the same answer.
+          expect(untracedWhen(sampler)(incoming)).toBe(untraced)
+          const caller = flags === undefined ? Option.none() : remote(flags === "01", id)
+          const dropped = droppedTraceParent(incoming)
+          expect(dropped === undefined).toBe(!untraced)
+          if (dropped === undefined) {
+            // Kept: the server span Effect then makes is kept too (a root on the id the request drew).
+            const server = sampling.span({ ...options(caller), sampled: Option.isNone(caller) || caller.value.sampled })
+            expect(server.sampled).toBe(true)
+            if (flags !== undefined) expect(server.traceId).toBe(id)
+          } else {
+            // Dropped: the handler's spans are unsampled children, on the caller's trace when there is one.
+            const child = sampling.span({ ...options(Option.some(dropped)), kind: "internal", sampled: false })
+            expect(child.sampled).toBe(false)
+            expect(dropped.sampled).toBe(false)
+            if (flags !== undefined) expect(dropped.traceId).toBe(id)
+          }
+        }
+      }
+    }
   })
 
   it("a ratio root is decided on its own trace id, which the span then carries", () => {
