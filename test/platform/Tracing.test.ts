@@ -25,6 +25,36 @@ const parentId = "00f067aa0ba902b7"
 const serverSpanOf = (spans: ReadonlyArray<ReceivedSpan>, requestId: string) =>
   spans.find((span) => span.kind === SERVER && span.attributes["canopy.request_id"] === requestId)
 
+/**
+ * A traced app with a webhook to a receiver, pinged (`POST …/test`) by a caller sending `traceparent`
+ * with `flags`; gives back the app, the OTLP receiver, the ping's response and its delivery as received.
+ */
+const pingWithTraceparent = (slug: string, flags: "01" | "00") =>
+  Effect.gen(function*() {
+    const otlp = yield* startOtlpReceiver
+    const receiver = yield* startReceiver()
+    const app = yield* startApp({ tracing: tracingTo(otlp.url) })
+    const { key } = yield* bootstrapOrg(app.baseUrl, { slug, plan: "enterprise" })
+    const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
+      method: "POST",
+      token: key,
+      body: { url: receiver.url(), events: ["*"] }
+    })
+    expect(created.status).toBe(201)
+    const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
+      method: "POST",
+      token: key,
+      headers: { traceparent: `00-${traceId}-${parentId}-${flags}` }
+    })
+    expect(ping.status).toBe(202)
+    const [delivery] = yield* eventually(
+      "the ping",
+      Effect.sync(() => receiver.on("/hook")),
+      (received) => received.length > 0
+    )
+    return { app, otlp, ping, delivery }
+  })
+
 describe("OpenTelemetry traces over OTLP/HTTP", () => {
   it.live("a request that reaches SQL: a server span with the request id, and SQL spans under it in its trace", () =>
     Effect.gen(function*() {
@@ -78,25 +108,9 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
 
   it.live("a webhook's test ping carries a traceparent in the trace of the request that sent it", () =>
     Effect.gen(function*() {
-      const otlp = yield* startOtlpReceiver
-      const receiver = yield* startReceiver()
-      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
-      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "hooked", plan: "enterprise" })
-      const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
-        method: "POST",
-        token: key,
-        body: { url: receiver.url(), events: ["*"] }
-      })
-      expect(created.status).toBe(201)
-      const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
-        method: "POST",
-        token: key,
-        headers: { traceparent: `00-${traceId}-${parentId}-01` }
-      })
-      expect(ping.status).toBe(202)
-      yield* eventually("the ping", Effect.sync(() => receiver.on("/hook")), (received) => received.length > 0)
+      const { delivery, otlp } = yield* pingWithTraceparent("hooked", "01")
       // The span it names is the delivery's client span, exported in the same trace.
-      yield* expectDeliverySpan(otlp.spans, String(receiver.on("/hook")[0].headers.traceparent), traceId)
+      yield* expectDeliverySpan(otlp.spans, String(delivery.headers.traceparent), traceId)
     }))
 
   it.live("a monitor's HTTP check sends a traceparent naming its exported client span; none when tracing is off", () =>
@@ -175,27 +189,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
 
   it.live("a caller's unsampled traceparent: nothing exported, and the webhook still gets the trace id, unsampled", () =>
     Effect.gen(function*() {
-      const otlp = yield* startOtlpReceiver
-      const receiver = yield* startReceiver()
-      const app = yield* startApp({ tracing: tracingTo(otlp.url) })
-      const { key } = yield* bootstrapOrg(app.baseUrl, { slug: "unsampledcaller", plan: "enterprise" })
-      const created = yield* request(`${app.baseUrl}/api/v1/webhooks`, {
-        method: "POST",
-        token: key,
-        body: { url: receiver.url(), events: ["*"] }
-      })
-      expect(created.status).toBe(201)
-      const ping = yield* request(`${app.baseUrl}/api/v1/webhooks/${created.body.id}/test`, {
-        method: "POST",
-        token: key,
-        headers: { traceparent: `00-${traceId}-${parentId}-00` }
-      })
-      expect(ping.status).toBe(202)
-      const [delivery] = yield* eventually(
-        "the ping",
-        Effect.sync(() => receiver.on("/hook")),
-        (received) => received.length > 0
-      )
+      const { app, delivery, otlp, ping } = yield* pingWithTraceparent("unsampledcaller", "00")
       expect(String(delivery.headers.traceparent)).toMatch(new RegExp(`^00-${traceId}-[0-9a-f]{16}-00$`))
       yield* app.stop
       expect(otlp.spans.filter((span) => span.traceId === traceId)).toEqual([])
