@@ -51,7 +51,7 @@ const onTraceId = (span: Tracer.Span, traceId: string): Tracer.Span => {
 /**
  * Whether a trace that reaches this process from `parent` (a caller's `traceparent`), or starts
  * here on `traceId` when there is none, is kept: the one rule for spans (`samplingTracer`) and
- * for HTTP requests decided before their span exists (`RequestSampling.ts`).
+ * for HTTP requests decided before their span exists (`RequestTracing.ts`).
  */
 export const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined, traceId: () => string): boolean => {
   if (parent !== undefined && sampler.parentBased) return parent.sampled
@@ -61,8 +61,8 @@ export const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined
 
 /**
  * The trace id an HTTP request's sampling decision drew for a root it keeps, handed to the
- * server span Effect makes right after asking (`RequestSampling.ts`), so the trace is decided
- * once, on the id it then carries.
+ * server span the edge makes right after (`RequestTracing.ts`), so the trace is decided once,
+ * on the id it then carries.
  */
 let handedRoot: string | undefined
 

@@ -5,7 +5,7 @@ import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observabilit
 import pkg from "../../package.json" with { type: "json" }
 import { literal } from "./ConfigLiteral.ts"
 import { layerProtobufTraces } from "./OtlpTraceEncoding.ts"
-import { untracedWhen } from "./RequestSampling.ts"
+import { RequestTracing } from "./RequestTracing.ts"
 import { type Sampler, samplingTracer } from "./Sampling.ts"
 
 export type { Sampler } from "./Sampling.ts"
@@ -117,7 +117,7 @@ export const tracingConfig = Effect.gen(function*() {
 /**
  * The OTLP exporter and the sampling tracer, or nothing when tracing is off (Effect's native
  * tracer then makes spans nobody exports; the HTTP server skips its span altogether, as it
- * does for each request whose trace the sampler drops). The
+ * does with tracing on, where the edge makes it instead). The
  * exporter flushes what is batched when the app's scope closes.
  */
 export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<never> => {
@@ -135,9 +135,12 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
       (tracer) => samplingTracer(tracer, sampler)
     )
   )
-  // A request whose trace the sampler drops is served untraced (`RequestSampling.ts`).
-  const untraced = Layer.succeed(HttpMiddleware.TracerDisabledWhen)(untracedWhen(sampler))
-  return Layer.merge(otlp, untraced).pipe(
+  // Effect's HTTP server never traces: the edge makes the server span of a kept request (`RequestTracing.ts`).
+  const requests = Layer.mergeAll(
+    Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true),
+    Layer.succeed(RequestTracing)({ sampler })
+  )
+  return Layer.merge(otlp, requests).pipe(
     Layer.provide(Layer.mergeAll(
       protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
       FetchHttpClient.layer,

@@ -1,4 +1,4 @@
-import { ByteSize, Cause, Context, Effect, LogLevel, Option, References, Tracer } from "effect"
+import { ByteSize, Cause, Clock, Context, Effect, LogLevel, Option, References, Tracer } from "effect"
 import {
   Headers,
   HttpIncomingMessage,
@@ -12,7 +12,7 @@ import { HttpApiError } from "effect/http-api"
 import * as SchemaIssue from "effect/SchemaIssue"
 import type * as Types from "effect/Types"
 import { randomUUID } from "node:crypto"
-import { droppedTraceParent } from "../../services/platform/RequestSampling.ts"
+import { endServerSpan, RequestTracing, startRequestTrace } from "../../services/platform/RequestTracing.ts"
 import { allowedMethods } from "./AllowedMethods.ts"
 import { defaultError, errorResponse } from "./ErrorResponse.ts"
 import { recordHttpRequest } from "./metrics/HttpMetrics.ts"
@@ -151,8 +151,10 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
   Effect.withFiber((fiber) => {
     const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const incomingId = request.headers["x-request-id"]
-    // The server span Effect made for this request (when tracing is on and keeps it).
-    const span = fiber.cache.span?._tag === "Span" && fiber.cache.span.sampled ? fiber.cache.span : undefined
+    // With tracing on: the request's trace, decided here (the server span when kept).
+    const tracing = fiber.getRef(RequestTracing)
+    const trace = tracing === undefined ? undefined : startRequestTrace(fiber, request, tracing.sampler)
+    const span = trace?.server
     const state: RequestStateShape = {
       requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),
       rateLimitHeaders: undefined,
@@ -165,6 +167,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     const refuse = (response: HttpServerResponse.HttpServerResponse) => {
       const finished = finish(response, url, state)
       recordHttpRequest("unmatched", request.method, finished.status, startedMs)
+      if (span !== undefined) endServerSpan(fiber, span, finished.status, undefined)
       return Effect.succeed(finished)
     }
     const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(pathOf(url)) : undefined
@@ -183,20 +186,26 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       "requestId",
       state.requestId
     )
-    // A request whose trace was dropped runs untraced by Effect's server: its spans need a parent.
-    const dropped = droppedTraceParent(request)
-    if (dropped !== undefined) effect = Effect.provideService(effect, Tracer.ParentSpan, dropped)
     if (limit !== undefined) {
       effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
     }
     const started = Date.now()
-    return Effect.flatMap(
+    const answered = Effect.flatMap(
       Effect.catchCause(effect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
       (response) => {
         const finished = finish(response, url, state)
         recordHttpRequest(state.route ?? "unmatched", request.method, finished.status, startedMs)
+        if (span !== undefined) endServerSpan(fiber, span, finished.status, state.route)
         return accessLog(request.method, pathOf(url), finished.status, started, state, finished)
       }
+    )
+    if (trace === undefined) return answered
+    // The handler and the access log run in the request's trace; a request interrupted before
+    // it was answered (the server stopping) still ends its span.
+    const traced = Effect.provideService(answered, Tracer.ParentSpan, trace.parent)
+    return span === undefined ? traced : Effect.onExit(
+      traced,
+      (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exit))
     )
   }), { global: true })
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { ConfigProvider, Effect, Option, Redacted, Tracer } from "effect"
 import { Hex } from "effect/encoding"
 import { HttpServerRequest } from "effect/http"
-import { droppedTraceParent, untracedWhen } from "../../services/platform/RequestSampling.ts"
+import { startRequestTrace } from "../../services/platform/RequestTracing.ts"
 import { keepsTraceId, type Sampler, samplingTracer } from "../../services/platform/Sampling.ts"
 import { tracingConfig } from "../../services/platform/Tracing.ts"
 import { bootstrapOrg, request, startApp } from "../support/app.ts"
@@ -256,7 +256,7 @@ describe("sampling", () => {
     expect(decisions).toEqual([true, true])
   })
 
-  it("a request is decided by the same rule as a span, once, and a kept root's span carries the id it drew", () => {
+  it("a request is decided by the same rule as a span; a kept one gets a server span on the trace id it drew", () => {
     const samplers: ReadonlyArray<Sampler> = [
       { parentBased: true, root: "ratio", ratio: 0.5 },
       { parentBased: false, root: "ratio", ratio: 0.5 },
@@ -272,24 +272,30 @@ describe("sampling", () => {
           const headers: Record<string, string> = flags === undefined
             ? {}
             : { traceparent: `00-${id}-${parentId}-${flags}` }
-          const incoming = HttpServerRequest.fromWeb(new Request("http://canopy.test/api/v1/me", { headers }))
-          const untraced = untracedWhen(sampler)(incoming)
-          // Asked again (Effect's server, then its tracer middleware): the same answer.
-          expect(untracedWhen(sampler)(incoming)).toBe(untraced)
-          const caller = flags === undefined ? Option.none() : remote(flags === "01", id)
-          const dropped = droppedTraceParent(incoming)
-          expect(dropped === undefined).toBe(!untraced)
-          if (dropped === undefined) {
-            // Kept: the server span Effect then makes is kept too (a root on the id the request drew).
-            const server = sampling.span({ ...options(caller), sampled: Option.isNone(caller) || caller.value.sampled })
-            expect(server.sampled).toBe(true)
-            if (flags !== undefined) expect(server.traceId).toBe(id)
+          const incoming = HttpServerRequest.fromWeb(new Request("http://canopy.test/api/v1/me?x=1", { headers }))
+          const trace = Effect.runSync(
+            Effect.withFiber((fiber) => Effect.succeed(startRequestTrace(fiber, incoming, sampler))).pipe(
+              Effect.withTracer(sampling)
+            )
+          )
+          if (flags !== undefined) {
+            // With a caller: kept exactly when a span under the caller's span context would be.
+            const caller = remote(flags === "01", id)
+            expect(trace.server !== undefined).toBe(sampling.span(options(caller)).sampled)
+            expect(trace.parent.traceId).toBe(id)
+          }
+          if (trace.server !== undefined) {
+            // Kept: the handler's spans hang under the server span.
+            expect(trace.parent).toBe(trace.server)
+            expect(trace.server.sampled).toBe(true)
+            expect(trace.server.kind).toBe("server")
+            expect(trace.server.attributes.get("url.path")).toBe("/api/v1/me")
+            if (sampler.root === "ratio" && flags === undefined) {
+              expect(keepsTraceId(trace.server.traceId, sampler.ratio)).toBe(true)
+            }
           } else {
-            // Dropped: the handler's spans are unsampled children, on the caller's trace when there is one.
-            const child = sampling.span({ ...options(Option.some(dropped)), kind: "internal", sampled: false })
-            expect(child.sampled).toBe(false)
-            expect(dropped.sampled).toBe(false)
-            if (flags !== undefined) expect(dropped.traceId).toBe(id)
+            // Dropped: the handler's spans hang under an unsampled parent.
+            expect(trace.parent.sampled).toBe(false)
           }
         }
       }
