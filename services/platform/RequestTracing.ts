@@ -1,4 +1,4 @@
-import { Clock, Context, Exit, Option, Tracer } from "effect"
+import { Clock, Context, Exit, type Fiber, Option, Tracer } from "effect"
 import { Hex } from "effect/encoding"
 import { type HttpServerRequest, HttpTraceContext } from "effect/http"
 import { handRootTraceId, keepsRemote, type Sampler } from "./Sampling.ts"
@@ -37,6 +37,9 @@ class DroppedRoot implements Tracer.ExternalSpan {
   }
 }
 
+/** The request's fiber: its tracer and its clock. */
+type RequestFiber = Pick<Fiber.Fiber<unknown, unknown>, "getRef">
+
 export interface RequestTrace {
   /** What the handler's spans hang under. */
   readonly parent: Tracer.AnySpan
@@ -51,7 +54,7 @@ const callerOf = (headers: HttpServerRequest.HttpServerRequest["headers"]): Trac
     : undefined
 
 const serverSpan = (
-  fiber: { getRef<A>(reference: Context.Reference<A>): A },
+  fiber: RequestFiber,
   request: HttpServerRequest.HttpServerRequest,
   caller: Tracer.ExternalSpan | undefined
 ): Tracer.Span => {
@@ -75,9 +78,9 @@ const serverSpan = (
   return span
 }
 
-/** Decides `request`'s trace under `sampler`; the fiber gives the tracer and the clock. */
+/** Decides `request`'s trace under `sampler`. */
 export const startRequestTrace = (
-  fiber: { getRef<A>(reference: Context.Reference<A>): A },
+  fiber: RequestFiber,
   request: HttpServerRequest.HttpServerRequest,
   sampler: Sampler
 ): RequestTrace => {
@@ -101,7 +104,7 @@ export const startRequestTrace = (
 
 /** Ends a kept server span with the response's status: an error only for a 5xx (OpenTelemetry's rule). */
 export const endServerSpan = (
-  fiber: { getRef<A>(reference: Context.Reference<A>): A },
+  fiber: RequestFiber,
   span: Tracer.Span,
   status: number,
   route: string | undefined

@@ -90,18 +90,12 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
         return options.sampled ? tracer.span(options) : unsampled(options)
       }
       if (!options.sampled && parent === undefined) return unsampled(options)
-      if (sampler.root === "on") return tracer.span(parent === undefined ? options : { ...options, sampled: true })
-      if (sampler.root === "off") return unsampled(options)
-      if (parent !== undefined) {
-        return keepsTraceId(parent.traceId, sampler.ratio)
-          ? tracer.span({ ...options, sampled: true })
-          : unsampled(options)
-      }
-      // Decide on a trace id made here, before any span: a losing root costs one cheap span.
-      const traceId = handed ?? Hex.random(32)
-      return keepsTraceId(traceId, sampler.ratio)
-        ? onTraceId(tracer.span(options), traceId)
-        : unsampled(options, traceId)
+      // A root here, or a caller's span context the sampler does not follow: decided on the
+      // caller's trace id, or on one made here before any span (a losing root costs one cheap span).
+      let traceId: string | undefined
+      if (!keepsRemote(sampler, parent, () => traceId = handed ?? Hex.random(32))) return unsampled(options, traceId)
+      if (parent !== undefined) return tracer.span({ ...options, sampled: true })
+      return traceId === undefined ? tracer.span(options) : onTraceId(tracer.span(options), traceId)
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })
