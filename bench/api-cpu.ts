@@ -5,7 +5,9 @@
  * swayed than throughput by whatever else the shared machine runs. A diagnostic for issue 32 item 5
  * (`docs/decisions.md`, "Open: 10% sampling still costs more than its spans"), not a pass/fail benchmark.
  * Env: CONFIGS (comma-separated names below, the first is the baseline), RATE (requests/s per
- * slice, 0 = as fast as 50 connections go), SLICE (seconds), ROUNDS.
+ * slice, 0 = as fast as 50 connections go), SLICE (seconds), ROUNDS, COPIES (processes per
+ * configuration, default 1: two processes of one configuration can measure 9% apart, so a few µs
+ * need three or more, compared by their mean).
  */
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
@@ -16,6 +18,7 @@ const rate = Number(process.env.RATE ?? 0)
 const seconds = Number(process.env.SLICE ?? 5)
 const rounds = Number(process.env.ROUNDS ?? 4)
 const names = (process.env.CONFIGS ?? "metricsoff,metrics,r0,r01").split(",")
+const copies = Number(process.env.COPIES ?? 1)
 
 /** An OTLP/HTTP receiver that discards, in a process of its own. */
 const sinkSource = `require("node:http").createServer((q, s) => { q.resume(); q.on("end", () => s.end("{}")) })
@@ -64,6 +67,7 @@ const configs: Record<string, Record<string, string>> = {
 
 interface Server {
   readonly name: string
+  readonly config: string
   readonly url: string
   readonly headers: Record<string, string>
   readonly pid: number
@@ -74,22 +78,25 @@ interface Server {
 
 const servers: Array<Server> = []
 try {
-  for (const name of names) {
-    if (configs[name] === undefined) throw new Error(`unknown configuration ${name}: ${Object.keys(configs)}`)
-    const canopy = await startCanopyOnEmbeddedPostgres(configs[name])
-    servers.push({
-      name,
-      url: `${canopy.base}/api/v1/me`,
-      headers: {},
-      pid: canopy.canopy.pid!,
-      close: canopy.close,
-      requests: 0,
-      cpu: new Map()
-    })
-    await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
-    await canopy.admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
-    const { key } = await canopy.admin("/orgs/bench/keys", { username: "bench" })
-    servers[servers.length - 1].headers.authorization = `Bearer ${key}`
+  for (let copy = 1; copy <= copies; copy++) {
+    for (const name of names) {
+      if (configs[name] === undefined) throw new Error(`unknown configuration ${name}: ${Object.keys(configs)}`)
+      const canopy = await startCanopyOnEmbeddedPostgres(configs[name])
+      servers.push({
+        name: copies > 1 ? `${name}#${copy}` : name,
+        config: name,
+        url: `${canopy.base}/api/v1/me`,
+        headers: {},
+        pid: canopy.canopy.pid!,
+        close: canopy.close,
+        requests: 0,
+        cpu: new Map()
+      })
+      await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
+      await canopy.admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
+      const { key } = await canopy.admin("/orgs/bench/keys", { username: "bench" })
+      servers[servers.length - 1].headers.authorization = `Bearer ${key}`
+    }
   }
   const slice = (server: Server, duration: number, counted: boolean) =>
     new Promise<void>((resolve, reject) => {
@@ -121,6 +128,21 @@ try {
         `(${(100 * perRequest(servers[0]) / perRequest(server)).toFixed(1)}% of ${servers[0].name}), ` +
         `${Math.round(server.requests / rounds / seconds)} req/s; ${threads.join(", ")}`
     )
+  }
+  if (copies > 1) {
+    const mean = (config: string) => {
+      const of = servers.filter((server) => server.config === config)
+      return of.reduce((sum, server) => sum + perRequest(server), 0) / of.length
+    }
+    console.log(`
+means of ${copies} processes each:`)
+    for (const name of names) {
+      console.log(
+        `${name.padEnd(10)} ${mean(name).toFixed(1).padStart(6)} µs CPU/request (${
+          (mean(name) - mean(names[0])).toFixed(1)
+        } over ${names[0]})`
+      )
+    }
   }
 } finally {
   await Promise.all(servers.map((server) => server.close()))
