@@ -50,30 +50,12 @@ const onTraceId = (span: Tracer.Span, traceId: string): Tracer.Span => {
 
 /**
  * Whether a trace that reaches this process from `parent` (a caller's `traceparent`), or starts
- * here on `traceId` when there is none, is kept: the one rule for spans (`samplingTracer`) and
- * for HTTP requests decided before their span exists (`RequestTracing.ts`).
+ * here on `traceId` when there is none, is kept.
  */
-export const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined, traceId: () => string): boolean => {
+const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined, traceId: () => string): boolean => {
   if (parent !== undefined && sampler.parentBased) return parent.sampled
   if (sampler.root !== "ratio") return sampler.root === "on"
   return keepsTraceId(parent === undefined ? traceId() : parent.traceId, sampler.ratio)
-}
-
-/**
- * The trace id an HTTP request's sampling decision drew for a root it keeps, handed to the
- * server span the edge makes right after (`RequestTracing.ts`), so the trace is decided once,
- * on the id it then carries.
- */
-let handedRoot: string | undefined
-
-export const handRootTraceId = (traceId: string): void => {
-  handedRoot = traceId
-}
-
-const takeHandedRoot = (): string | undefined => {
-  const traceId = handedRoot
-  handedRoot = undefined
-  return traceId
 }
 
 /**
@@ -85,7 +67,6 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
   Tracer.make({
     span(options) {
       const parent = Option.getOrUndefined(options.parent)
-      const handed = parent === undefined && options.kind === "server" ? takeHandedRoot() : undefined
       if (parent !== undefined && (parent._tag === "Span" || sampler.parentBased)) {
         return options.sampled ? tracer.span(options) : unsampled(options)
       }
@@ -93,7 +74,7 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
       // A root here, or a caller's span context the sampler does not follow: decided on the
       // caller's trace id, or on one made here before any span (a losing root costs one cheap span).
       let traceId: string | undefined
-      if (!keepsRemote(sampler, parent, () => traceId = handed ?? Hex.random(32))) return unsampled(options, traceId)
+      if (!keepsRemote(sampler, parent, () => traceId = Hex.random(32))) return unsampled(options, traceId)
       if (parent !== undefined) return tracer.span({ ...options, sampled: true })
       return traceId === undefined ? tracer.span(options) : onTraceId(tracer.span(options), traceId)
     },

@@ -138,7 +138,7 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
   // Effect's HTTP server never traces: the edge makes the server span of a kept request (`RequestTracing.ts`).
   const requests = Layer.mergeAll(
     Layer.succeed(HttpMiddleware.TracerDisabledWhen)(() => true),
-    Layer.succeed(RequestTracing)({ sampler })
+    Layer.succeed(RequestTracing)(true)
   )
   return Layer.merge(otlp, requests).pipe(
     Layer.provide(Layer.mergeAll(

@@ -152,8 +152,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     const request = Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)
     const incomingId = request.headers["x-request-id"]
     // With tracing on: the request's trace, decided here (the server span when kept).
-    const tracing = fiber.getRef(RequestTracing)
-    const trace = tracing === undefined ? undefined : startRequestTrace(fiber, request, tracing.sampler)
+    const trace = fiber.getRef(RequestTracing) ? startRequestTrace(fiber, request) : undefined
     const span = trace?.server
     const state: RequestStateShape = {
       requestId: incomingId !== undefined && requestIdPattern.test(incomingId) ? incomingId : randomUUID(),

@@ -274,7 +274,7 @@ describe("sampling", () => {
             : { traceparent: `00-${id}-${parentId}-${flags}` }
           const incoming = HttpServerRequest.fromWeb(new Request("http://canopy.test/api/v1/me?x=1", { headers }))
           const trace = Effect.runSync(
-            Effect.withFiber((fiber) => Effect.succeed(startRequestTrace(fiber, incoming, sampler))).pipe(
+            Effect.withFiber((fiber) => Effect.succeed(startRequestTrace(fiber, incoming))).pipe(
               Effect.withTracer(sampling)
             )
           )
