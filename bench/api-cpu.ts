@@ -7,7 +7,8 @@
  * Env: CONFIGS (comma-separated names below, the first is the baseline), RATE (requests/s per
  * slice, 0 = as fast as 50 connections go), SLICE (seconds), ROUNDS, COPIES (processes per
  * configuration, default 1: two processes of one configuration can measure 9% apart, so a few µs
- * need three or more, compared by their mean).
+ * need three or more, compared by their mean). Each process's median slice is printed too: one
+ * slice that the shared machine slowed moves a mean, not a median.
  */
 import autocannon from "autocannon"
 import { spawn } from "node:child_process"
@@ -74,6 +75,8 @@ interface Server {
   readonly close: () => Promise<void>
   requests: number
   readonly cpu: Map<string, number>
+  /** CPU µs per request of each counted slice. */
+  readonly slices: Array<number>
 }
 
 const servers: Array<Server> = []
@@ -90,7 +93,8 @@ try {
         pid: canopy.canopy.pid!,
         close: canopy.close,
         requests: 0,
-        cpu: new Map()
+        cpu: new Map(),
+        slices: []
       })
       await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
       await canopy.admin("/orgs/bench/users", { username: "bench", email: "bench@example.com", role: "owner" })
@@ -106,9 +110,12 @@ try {
         if (error) return reject(error)
         if (counted) {
           server.requests += result.requests.total
+          let total = 0
           for (const [name, cpu] of threadsOf(server.pid)) {
             server.cpu.set(name, (server.cpu.get(name) ?? 0) + cpu - (before.get(name) ?? 0))
+            total += cpu - (before.get(name) ?? 0)
           }
+          server.slices.push(total / result.requests.total)
         }
         resolve()
       })
@@ -117,6 +124,8 @@ try {
   for (let round = 0; round < rounds; round++) {
     for (const server of round % 2 === 0 ? servers : [...servers].reverse()) await slice(server, seconds, true)
   }
+  /** The median slice's CPU per request. */
+  const median = (server: Server) => [...server.slices].sort((a, b) => a - b)[server.slices.length >> 1]
   const perRequest = (server: Server) => [...server.cpu.values()].reduce((a, b) => a + b, 0) / server.requests
   console.log(`\nGET /api/v1/me, ${rate > 0 ? `${rate} requests/s` : "50 connections"}, ${rounds} × ${seconds} s\n`)
   for (const server of servers) {
@@ -125,22 +134,27 @@ try {
     )
     console.log(
       `${server.name.padEnd(10)} ${perRequest(server).toFixed(1).padStart(6)} µs CPU/request ` +
+        `(slice median ${median(server).toFixed(1)}) ` +
         `(${(100 * perRequest(servers[0]) / perRequest(server)).toFixed(1)}% of ${servers[0].name}), ` +
         `${Math.round(server.requests / rounds / seconds)} req/s; ${threads.join(", ")}`
     )
   }
   if (copies > 1) {
-    const mean = (config: string) => {
+    const meanOf = (measure: (server: Server) => number) => (config: string) => {
       const of = servers.filter((server) => server.config === config)
-      return of.reduce((sum, server) => sum + perRequest(server), 0) / of.length
+      return of.reduce((sum, server) => sum + measure(server), 0) / of.length
     }
+    const mean = meanOf(perRequest)
+    const medianOf = meanOf(median)
     console.log(`
 means of ${copies} processes each:`)
     for (const name of names) {
       console.log(
         `${name.padEnd(10)} ${mean(name).toFixed(1).padStart(6)} µs CPU/request (${
           (mean(name) - mean(names[0])).toFixed(1)
-        } over ${names[0]})`
+        } over ${names[0]}); slice medians ${medianOf(name).toFixed(1)} (${
+          (medianOf(name) - medianOf(names[0])).toFixed(1)
+        })`
       )
     }
   }

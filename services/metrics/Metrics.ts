@@ -40,10 +40,16 @@ export const metricsEnabled = (): boolean => settings.enabled
 
 type Labels = Readonly<Record<string, string>>
 
-/** A metric family: one cached series per combination of label values. */
+/**
+ * A metric family: one cached series per combination of label values. A hot path passes the
+ * same constant labels object each time; the last one asked for is found without a key.
+ */
 export const family = <M>(make: (labels: Labels) => M) => {
   const series = new Map<string, M>()
+  let lastLabels: Labels | undefined
+  let lastSeries: M | undefined
   return (labels: Labels): M => {
+    if (labels === lastLabels) return lastSeries!
     let key = ""
     for (const name in labels) key += labels[name] + "\u0000"
     let found = series.get(key)
@@ -51,6 +57,8 @@ export const family = <M>(make: (labels: Labels) => M) => {
       found = make(labels)
       series.set(key, found)
     }
+    lastLabels = labels
+    lastSeries = found
     return found
   }
 }
@@ -132,9 +140,16 @@ export const count = (
     })
     : Effect.void
 
-/** `count` of one, synchronously: for raw paths outside any fiber (the public fast path). */
-export const countNow = (metric: (labels: Labels) => Metric.Metric<number, unknown>, labels: Labels): void => {
-  if (settings.enabled) metric(labels).updateUnsafe(1, Context.empty())
+/**
+ * `count` of one, synchronously: for hot and raw paths (the public fast path, the request quota),
+ * with no effect to run. With `org`, labelled when `METRICS_PER_ORG` is on.
+ */
+export const countNow = (
+  metric: (labels: Labels) => Metric.Metric<number, unknown>,
+  labels: Labels,
+  org?: string
+): void => {
+  if (settings.enabled) metric(withOrg(labels, org)).updateUnsafe(1, Context.empty())
 }
 
 /** Records one observation in a histogram series. */

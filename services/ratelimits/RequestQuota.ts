@@ -1,5 +1,5 @@
 import { Clock, Context, Effect, Layer } from "effect"
-import { count, rateLimitDecisions } from "../metrics/Metrics.ts"
+import { countNow, rateLimitDecisions } from "../metrics/Metrics.ts"
 import { type LeaseResult, Organization } from "./OrganizationProtocol.ts"
 import { leaseSize, windowStart } from "./RateWindow.ts"
 
@@ -12,6 +12,9 @@ export interface QuotaDecision {
   /** Seconds until the window ends (at least 1): `Retry-After` when not allowed. */
   readonly retryAfter: number
 }
+
+const allowedLabels = { limiter: "request", endpoint: "api", decision: "allowed" }
+const limitedLabels = { limiter: "request", endpoint: "api", decision: "limited" }
 
 interface LocalLease {
   readonly start: number
@@ -56,13 +59,12 @@ export class RequestQuota extends Context.Service<RequestQuota, {
         return { allowed: true, limit: local.limit, remaining: local.entityRemaining + local.left, reset, retryAfter }
       }
 
+      // Counted synchronously, with constant labels: this runs on every API request.
       const take = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
-        Effect.tap(decideFor(orgId, limit), (decision) =>
-          count(rateLimitDecisions, {
-            limiter: "request",
-            endpoint: "api",
-            decision: decision.allowed ? "allowed" : "limited"
-          }, { org: orgId }))
+        Effect.map(decideFor(orgId, limit), (decision) => {
+          countNow(rateLimitDecisions, decision.allowed ? allowedLabels : limitedLabels, orgId)
+          return decision
+        })
 
       const decideFor = (orgId: string, limit: number): Effect.Effect<QuotaDecision> =>
         Effect.flatMap(Clock.currentTimeMillis, (now) => {
