@@ -180,17 +180,9 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       const refused = unexpectedQuery(request.method, url.slice(0, queryAt), url.slice(queryAt + 1))
       if (refused !== undefined) return refuse(refused)
     }
-    let effect = Effect.annotateLogs(
-      Effect.provideService(httpEffect, RequestState, state),
-      "requestId",
-      state.requestId
-    )
-    if (limit !== undefined) {
-      effect = Effect.provideService(effect, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
-    }
     const started = Date.now()
     const answered = Effect.flatMap(
-      Effect.catchCause(effect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
+      Effect.catchCause(httpEffect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
       (response) => {
         const finished = finish(response, url, state)
         recordHttpRequest(state.route ?? "unmatched", request.method, finished.status, startedMs)
@@ -198,12 +190,21 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
         return accessLog(request.method, pathOf(url), finished.status, started, state, finished)
       }
     )
-    if (trace === undefined) return answered
-    // The handler and the access log run in the request's trace; a request interrupted before
-    // it was answered (the server stopping) still ends its span.
-    const traced = Effect.provideService(answered, Tracer.ParentSpan, trace.parent)
-    return span === undefined ? traced : Effect.onExit(
-      traced,
+    // One context switch for everything the request adds (each `provideService` is one more on
+    // every request): its state, its id on every log line, its body limit, and its trace, which
+    // the handler, an error's log and the access log all run in.
+    const scoped = Effect.updateContext(answered, (context: Context.Context<never>) => {
+      let next = Context.add(context, RequestState, state)
+      next = Context.add(next, References.CurrentLogAnnotations, {
+        ...Context.get(context, References.CurrentLogAnnotations),
+        requestId: state.requestId
+      })
+      if (limit !== undefined) next = Context.add(next, HttpIncomingMessage.MaxBodySize, ByteSize.bytes(limit))
+      return trace === undefined ? next : Context.add(next, Tracer.ParentSpan, trace.parent)
+    })
+    // A request interrupted before it was answered (the server stopping) still ends its span.
+    return span === undefined ? scoped : Effect.onExit(
+      scoped,
       (exit) => Effect.sync(() => span.end(fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(), exit))
     )
   }), { global: true })
