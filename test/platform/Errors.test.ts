@@ -1,9 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Context, Effect } from "effect"
 import { Redacted } from "effect"
 import { SqlClient } from "effect/sql"
 import { inject } from "vitest"
+import { LogSink } from "../../services/platform/Logging.ts"
 import { adminToken, bootstrapOrg, request, startApp } from "../support/app.ts"
 import { eventually } from "../support/wait.ts"
 
@@ -155,9 +156,10 @@ describe("error model", () => {
       expect(wrongCollectionMethod.headers.get("allow")).toBe("GET, HEAD, POST")
     }).pipe(Effect.scoped))
 
-  it.live("500 internal_error without a stack trace, and the process keeps serving", () =>
+  it.live("500 internal_error without a stack trace, logged with its request id, and the process keeps serving", () =>
     Effect.gen(function*() {
-      const app = yield* startApp()
+      const lines: Array<string> = []
+      const app = yield* startApp({ logFormat: "json" }, Context.make(LogSink, (line: string) => lines.push(line)))
       // Break the database under the running server: its queries now fail unexpectedly.
       yield* Effect.gen(function*() {
         const sql = yield* SqlClient.SqlClient
@@ -167,6 +169,10 @@ describe("error model", () => {
       expect(broken.status).toBe(500)
       expect(broken.body).toEqual({ error: "internal_error", message: expect.any(String) })
       expect(JSON.stringify(broken.body)).not.toContain("organizations")
+      const logged = lines.map((text) => JSON.parse(text)).find((entry) =>
+        String(entry.message).includes("unhandled request failure")
+      )
+      expect(logged).toMatchObject({ level: "error", requestId: broken.headers.get("x-request-id") })
       const health = yield* request(`${app.baseUrl}/healthz`)
       expect(health.status).toBe(200)
     }).pipe(Effect.scoped))
