@@ -6,7 +6,7 @@
  * (`docs/decisions.md`, "Open: 10% sampling still costs more than its spans"), not a pass/fail benchmark.
  * Env: CONFIGS (comma-separated names below, the first is the baseline), RATE (requests/s per
  * slice, 0 = as fast as 50 connections go), SLICE (seconds), ROUNDS, COPIES (processes per
- * configuration, default 1: two processes of one configuration can measure 9% apart, so a few µs
+ * configuration, default 1: two processes of one configuration can measure 10–20% apart, so a few µs
  * need three or more, compared by their mean). Each process's median slice is printed too: one
  * slice that the shared machine slowed moves a mean, not a median.
  */

@@ -169,8 +169,14 @@ describe("error model", () => {
       expect(broken.status).toBe(500)
       expect(broken.body).toEqual({ error: "internal_error", message: expect.any(String) })
       expect(JSON.stringify(broken.body)).not.toContain("organizations")
-      const logged = lines.map((text) => JSON.parse(text)).find((entry) =>
-        String(entry.message).includes("unhandled request failure")
+      const logged = yield* eventually(
+        "the failure's log line",
+        Effect.sync(() =>
+          lines.map((text) => JSON.parse(text)).find((entry) =>
+            String(entry.message).includes("unhandled request failure")
+          )
+        ),
+        (entry) => entry !== undefined
       )
       expect(logged).toMatchObject({ level: "error", requestId: broken.headers.get("x-request-id") })
       const health = yield* request(`${app.baseUrl}/healthz`)
