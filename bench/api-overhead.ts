@@ -67,7 +67,6 @@ export const runOverhead = async () => {
   }
   // Started alternately (on, off, on, off…), so neither side is always the older process.
   const targets: Array<{ readonly side: "on" | "off"; readonly target: Awaited<ReturnType<typeof startWithKey>> }> = []
-  const closeAll = () => Promise.all(targets.map(({ target }) => target.close()))
   let scraper: ReturnType<typeof setInterval> | undefined
   try {
     for (let copy = 0; copy < copies; copy++) {
@@ -124,7 +123,7 @@ export const runOverhead = async () => {
     )
   } finally {
     if (scraper !== undefined) clearInterval(scraper)
-    await closeAll()
+    await Promise.all(targets.map(({ target }) => target.close()))
     sink?.close()
   }
 }

@@ -49,16 +49,6 @@ const onTraceId = (span: Tracer.Span, traceId: string): Tracer.Span => {
 }
 
 /**
- * Whether a trace that reaches this process from `parent` (a caller's `traceparent`), or starts
- * here on `traceId` when there is none, is kept.
- */
-const keepsRemote = (sampler: Sampler, parent: Tracer.AnySpan | undefined, traceId: () => string): boolean => {
-  if (parent !== undefined && sampler.parentBased) return parent.sampled
-  if (sampler.root !== "ratio") return sampler.root === "on"
-  return keepsTraceId(parent === undefined ? traceId() : parent.traceId, sampler.ratio)
-}
-
-/**
  * `tracer` with `sampler` deciding each trace's root. Effect already passes `sampled: false`
  * down from an unsampled parent; this only decides spans without a parent in this process,
  * and makes every unsampled span a cheap `UnsampledSpan` instead of the exporter's.
@@ -71,12 +61,17 @@ export const samplingTracer = (tracer: Tracer.Tracer, sampler: Sampler): Tracer.
         return options.sampled ? tracer.span(options) : unsampled(options)
       }
       if (!options.sampled && parent === undefined) return unsampled(options)
-      // A root here, or a caller's span context the sampler does not follow: decided on the
-      // caller's trace id, or on one made here before any span (a losing root costs one cheap span).
-      let traceId: string | undefined
-      if (!keepsRemote(sampler, parent, () => traceId = Hex.random(32))) return unsampled(options, traceId)
-      if (parent !== undefined) return tracer.span({ ...options, sampled: true })
-      return traceId === undefined ? tracer.span(options) : onTraceId(tracer.span(options), traceId)
+      // A root here, or a caller's span context the sampler does not follow.
+      const kept = parent === undefined ? options : { ...options, sampled: true }
+      if (sampler.root !== "ratio") return sampler.root === "on" ? tracer.span(kept) : unsampled(options)
+      if (parent !== undefined) {
+        return keepsTraceId(parent.traceId, sampler.ratio) ? tracer.span(kept) : unsampled(options)
+      }
+      // Decided on a trace id made here, before any span: a losing root costs one cheap span.
+      const traceId = Hex.random(32)
+      return keepsTraceId(traceId, sampler.ratio)
+        ? onTraceId(tracer.span(options), traceId)
+        : unsampled(options, traceId)
     },
     ...(tracer.context === undefined ? {} : { context: tracer.context })
   })
