@@ -60,14 +60,11 @@ export const startRequestTrace = (fiber: RequestFiber, request: HttpServerReques
   return { parent: span, server: span }
 }
 
-/** Ends a kept server span with the response's status: an error only for a 5xx (OpenTelemetry's rule). */
-export const endServerSpan = (
-  fiber: RequestFiber,
-  span: Tracer.Span,
-  status: number,
-  route: string | undefined
-): void => {
-  if (route !== undefined) span.attribute("http.route", route)
+/**
+ * Ends a kept server span with the response's status: an error only for a 5xx (OpenTelemetry's
+ * rule). Its `http.route` the router added when it matched one.
+ */
+export const endServerSpan = (fiber: RequestFiber, span: Tracer.Span, status: number): void => {
   span.attribute("http.response.status_code", status)
   span.end(
     fiber.getRef(Clock.Clock).currentTimeNanosUnsafe(),

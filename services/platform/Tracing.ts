@@ -1,6 +1,7 @@
+import { NodeHttpClient } from "@effect/platform-node"
 import { Config, Effect, Layer, Option, Redacted, Tracer } from "effect"
 import { SourceError } from "effect/ConfigProvider"
-import { FetchHttpClient, HttpMiddleware } from "effect/http"
+import { HttpMiddleware } from "effect/http"
 import { OtlpExporter, OtlpSerialization, OtlpTracer } from "effect/observability"
 import pkg from "../../package.json" with { type: "json" }
 import { literal } from "./ConfigLiteral.ts"
@@ -143,7 +144,9 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
   return Layer.merge(otlp, requests).pipe(
     Layer.provide(Layer.mergeAll(
       protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
-      FetchHttpClient.layer,
+      // node:http rather than fetch: undici's fetch, sending a batch every second or so, made
+      // every request of the process slower in `BENCH_TRACING=1 BENCH_MODE=overhead npm run bench:api`.
+      NodeHttpClient.layerNodeHttp,
       OtlpExporter.layerFlusher
     ))
   )

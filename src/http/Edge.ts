@@ -166,7 +166,7 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
     const refuse = (response: HttpServerResponse.HttpServerResponse) => {
       const finished = finish(response, url, state)
       recordHttpRequest("unmatched", request.method, finished.status, startedMs)
-      if (span !== undefined) endServerSpan(fiber, span, finished.status, undefined)
+      if (span !== undefined) endServerSpan(fiber, span, finished.status)
       return Effect.succeed(finished)
     }
     const limit = HttpMethod.hasBody(request.method) ? bodyLimitFor(pathOf(url)) : undefined
@@ -185,8 +185,10 @@ export const EdgeMiddleware = HttpRouter.middleware((httpEffect): Effect.Effect<
       Effect.catchCause(httpEffect, (cause) => responseForCause(pathOf(url), request.method)(cause)),
       (response) => {
         const finished = finish(response, url, state)
-        recordHttpRequest(state.route ?? "unmatched", request.method, finished.status, startedMs)
-        if (span !== undefined) endServerSpan(fiber, span, finished.status, state.route)
+        // The router leaves the matched route in the fiber's context until the request ends.
+        const matched = Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)
+        recordHttpRequest(matched?.route.path ?? "unmatched", request.method, finished.status, startedMs)
+        if (span !== undefined) endServerSpan(fiber, span, finished.status)
         return accessLog(request.method, pathOf(url), finished.status, started, state, finished)
       }
     )

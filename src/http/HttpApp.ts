@@ -1,7 +1,6 @@
-import { Effect, Layer } from "effect"
+import { Layer } from "effect"
 import { HttpRouter } from "effect/http"
 import { HttpApiBuilder } from "effect/http-api"
-import { AppConfig, metricsConfigOf } from "../../services/platform/AppConfig.ts"
 import { PublicRateLimit } from "../../services/ratelimits/PublicRateLimit.ts"
 import { RequestQuota } from "../../services/ratelimits/RequestQuota.ts"
 import { AiHandlers } from "./ai/AiHandlers.ts"
@@ -16,7 +15,6 @@ import { RepositoriesHandlers } from "./git/RepositoriesHandlers.ts"
 import { IncidentsHandlers } from "./incidents/IncidentsHandlers.ts"
 import { RepositoryIssuesHandlers } from "./issues/RepositoryIssuesHandlers.ts"
 import { LiveRoutes } from "./live/LiveRoutes.ts"
-import { withHttpMetrics } from "./metrics/HttpMetrics.ts"
 import { MetricsRoute } from "./metrics/MetricsRoutes.ts"
 import { MonitorsHandlers } from "./monitors/MonitorsHandlers.ts"
 import { IngestRoute } from "./observe/IngestRoute.ts"
@@ -69,8 +67,11 @@ const ApiRoutes = HttpApiBuilder.layer(CanopyApi, { openapiPath: "/openapi.json"
   Layer.provide(ApiRequestContext)
 )
 
-/** Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it. */
-const Routes = Layer.mergeAll(
+/**
+ * Every HTTP route: the HttpApi endpoints, their docs, and the edge middleware around all of it
+ * (which also counts each request for the metrics).
+ */
+export const HttpAppLive = Layer.mergeAll(
   ApiRoutes,
   DocsRoutes,
   IngestRoute,
@@ -87,11 +88,6 @@ const Routes = Layer.mergeAll(
   PublicCorsMiddleware,
   MetricsRoute
 )
-
-/** The routes, counted by the request metrics unless metrics are off. */
-export const HttpAppLive = Layer.unwrap(Effect.gen(function*() {
-  return metricsConfigOf(yield* AppConfig).enabled ? withHttpMetrics(Routes) : Routes
-}))
 
 export const serveHttp = withRoomForRequests(HttpRouter.serve(HttpAppLive, { disableLogger: true })).pipe(
   // The status page shares the API's per-IP limits (one memoized instance).

@@ -11,8 +11,6 @@ export interface RequestStateShape {
   rateLimitHeaders: Record<string, string> | undefined
   /** The organization of the key that authenticated the request, once known. */
   orgId?: string | undefined
-  /** The matched route's template, once the router matched one (for the request metrics). */
-  route?: string | undefined
   /** The request's server span when the request is traced. */
   readonly span?: Tracer.Span | undefined
 }

@@ -73,6 +73,7 @@ describe("OpenTelemetry traces over OTLP/HTTP", () => {
       )
       expect(server!.serviceName).toBe("canopy")
       expect(server!.attributes["http.response.status_code"]).toBe(200)
+      expect(server!.attributes["http.route"]).toBe("/api/v1/monitors")
       expect(server!.attributes["canopy.org_id"]).toBe(me.body.org.id)
       // Listing reads the table: SQL statements inside the request's trace, under its server span.
       const sqlUnder = () =>

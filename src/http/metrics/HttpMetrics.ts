@@ -1,7 +1,5 @@
-import { Context, Effect, Layer, type Metric } from "effect"
-import { HttpRouter } from "effect/http"
+import { Context, type Metric } from "effect"
 import { httpDuration, httpRequests, metricsEnabled } from "../../../services/metrics/Metrics.ts"
-import { RequestState } from "../RequestState.ts"
 
 /**
  * `canopy_http_requests_total` and `canopy_http_request_duration_seconds`, labelled by the
@@ -9,11 +7,10 @@ import { RequestState } from "../RequestState.ts"
  * series), method and status.
  *
  * The edge middleware (outermost, `Edge.ts`) sees every final status, also of requests it
- * answers before routing, and records the request with `recordHttpRequest`. The route
- * template is known only innermost, where the router has just put the matched route in the
- * fiber's context, so one global middleware installed after the routes (`withHttpMetrics`)
- * writes it into the request's `RequestState`. (A second outer middleware of its own cost a
- * quarter of `/api/v1/me`'s throughput in `BENCH_MODE=overhead npm run bench:api`.)
+ * answers before routing, and records the request with `recordHttpRequest`. It finds the route
+ * template where the router left it: the router puts the matched route in the fiber's context
+ * and the request restores that context only when it ends. (A middleware of its own, even one
+ * only reading the route after the handler, costs every request a frame more.)
  */
 
 type Counter = Metric.Metric<number, unknown>
@@ -51,17 +48,3 @@ export const recordHttpRequest = (route: string, method: string, status: number,
   counterFor(route, label, status).updateUnsafe(1, Context.empty())
   histogramFor(route, label).updateUnsafe((performance.now() - startedMs) / 1000, Context.empty())
 }
-
-const Capture = HttpRouter.middleware((httpEffect) =>
-  // The router provides the matched route to the handler inside this middleware, so it is in
-  // the fiber's context only once the handler ran.
-  Effect.onExit(httpEffect, () =>
-    Effect.withFiber((fiber) => {
-      const state = Context.getOrUndefined(fiber.context, RequestState)
-      const matched = Context.getOrUndefined(fiber.context, HttpRouter.RouteContext)
-      if (state !== undefined && matched !== undefined) state.route = matched.route.path
-      return Effect.void
-    })), { global: true })
-
-/** `routes` with the route capture added after (innermost) them. */
-export const withHttpMetrics = <A, E, R>(routes: Layer.Layer<A, E, R>) => Capture.pipe(Layer.provideMerge(routes))
