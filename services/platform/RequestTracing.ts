@@ -62,7 +62,7 @@ export const startRequestTrace = (fiber: RequestFiber, request: HttpServerReques
 
 /**
  * Ends a kept server span with the response's status: an error only for a 5xx (OpenTelemetry's
- * rule). Its `http.route` the router added when it matched one.
+ * rule). The router has added its `http.route` if it matched one.
  */
 export const endServerSpan = (fiber: RequestFiber, span: Tracer.Span, status: number): void => {
   span.attribute("http.response.status_code", status)

@@ -144,8 +144,8 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
   return Layer.merge(otlp, requests).pipe(
     Layer.provide(Layer.mergeAll(
       protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
-      // node:http rather than fetch: undici's fetch, sending a batch every second or so, made
-      // every request of the process slower in `BENCH_TRACING=1 BENCH_MODE=overhead npm run bench:api`.
+      // node:http rather than fetch: a process posting a batch-sized body with fetch every second
+      // measured 5–8 µs more CPU per request than with node:http (docs/decisions.md).
       NodeHttpClient.layerNodeHttp,
       OtlpExporter.layerFlusher
     ))
