@@ -114,7 +114,7 @@ export const runOverhead = async () => {
     })
     printTable([
       row(
-        `metrics on${tracing ? ` + tracing at ${100 * Number(tracingRatio)}%` : ""} (scraped every 15 s)`,
+        `metrics on${tracing ? ` + tracing at ${+(100 * Number(tracingRatio)).toFixed(2)}%` : ""} (scraped every 15 s)`,
         onResult,
         medianRate(slices.on)
       ),
