@@ -11,26 +11,14 @@
  * slice that the shared machine slowed moves a mean, not a median.
  */
 import autocannon from "autocannon"
-import { spawn } from "node:child_process"
 import * as Fs from "node:fs"
-import { startCanopyOnEmbeddedPostgres } from "./support.ts"
+import { startCanopyOnEmbeddedPostgres, startOtlpSink } from "./support.ts"
 
 const rate = Number(process.env.RATE ?? 0)
 const seconds = Number(process.env.SLICE ?? 5)
 const rounds = Number(process.env.ROUNDS ?? 4)
 const names = (process.env.CONFIGS ?? "metricsoff,metrics,r0,r01").split(",")
 const copies = Number(process.env.COPIES ?? 1)
-
-/** An OTLP/HTTP receiver that discards, in a process of its own. */
-const sinkSource = `require("node:http").createServer((q, s) => { q.resume(); q.on("end", () => s.end("{}")) })
-  .listen(0, "127.0.0.1", function() { console.log(this.address().port) })`
-
-const startSink = () =>
-  new Promise<{ readonly port: number; readonly close: () => void }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", sinkSource], { stdio: ["ignore", "pipe", "inherit"] })
-    child.once("error", reject)
-    child.stdout!.once("data", (chunk) => resolve({ port: Number(String(chunk).trim()), close: () => child.kill() }))
-  })
 
 /** CPU µs by thread name (`MainThread.user`, `V8Worker.sys`…) of a process. */
 const threadsOf = (pid: number) => {
@@ -50,7 +38,7 @@ const threadsOf = (pid: number) => {
   return byName
 }
 
-const sink = await startSink()
+const sink = await startOtlpSink()
 const tracing = (ratio: string) => ({
   OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}`,
   OTEL_TRACES_SAMPLER: "parentbased_traceidratio",

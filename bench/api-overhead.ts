@@ -12,8 +12,14 @@
  * Env: DURATION (seconds per process, default 10), CONNECTIONS (default 50), ROUNDS (default 5),
  * COPIES (processes per side, default 1), BENCH_TRACING_RATIO (the "on" side's sampling ratio, default 0.1).
  */
-import { spawn } from "node:child_process"
-import { load, type LoadResult, percentile, printTable, startCanopyOnEmbeddedPostgres } from "./support.ts"
+import {
+  load,
+  type LoadResult,
+  percentile,
+  printTable,
+  startCanopyOnEmbeddedPostgres,
+  startOtlpSink
+} from "./support.ts"
 
 const seconds = Number(process.env.DURATION ?? 10)
 const connections = Number(process.env.CONNECTIONS ?? 50)
@@ -30,24 +36,6 @@ const combine = (results: ReadonlyArray<LoadResult>) => ({
   non2xx: results.reduce((sum, result) => sum + result.non2xx, 0)
 })
 
-/**
- * An OTLP/HTTP receiver that accepts and discards (the exporter's cost, not a collector's), in
- * a process of its own: in this one it would take CPU from autocannon while "on" is measured.
- */
-const sinkSource = `
-const server = require("node:http").createServer((request, response) => {
-  request.resume()
-  request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"))
-})
-server.listen(0, "127.0.0.1", () => console.log(server.address().port))
-`
-const startSink = () =>
-  new Promise<{ readonly port: number; readonly close: () => void }>((resolve, reject) => {
-    const child = spawn(process.execPath, ["-e", sinkSource], { stdio: ["ignore", "pipe", "inherit"] })
-    child.once("error", reject)
-    child.stdout!.once("data", (chunk) => resolve({ port: Number(String(chunk).trim()), close: () => child.kill() }))
-  })
-
 const startWithKey = async (env: Record<string, string>) => {
   const canopy = await startCanopyOnEmbeddedPostgres(env)
   await canopy.admin("/orgs", { slug: "bench", name: "Bench", plan: "enterprise", requestsPerMinute: 100_000_000 })
@@ -61,7 +49,7 @@ const medianRate = (results: ReadonlyArray<LoadResult>) =>
   percentile(results.map((result) => result.requestsPerSecond).sort((a, b) => a - b), 50)
 
 export const runOverhead = async () => {
-  const sink = tracing ? await startSink() : undefined
+  const sink = tracing ? await startOtlpSink() : undefined
   const onEnv: Record<string, string> = sink === undefined ? {} : {
     OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${sink.port}`,
     OTEL_TRACES_SAMPLER: "parentbased_traceidratio",

@@ -161,3 +161,22 @@ export const startCanopyOnEmbeddedPostgres = async (env: Record<string, string> 
   }
   return { scope, dir, pgDir, pg, base, canopy, admin, close }
 }
+
+/**
+ * An OTLP/HTTP receiver that accepts and discards (the exporter's cost, not a collector's), in
+ * a process of its own: in the benchmark's it would take CPU from autocannon while a traced
+ * process is measured.
+ */
+const sinkSource = `
+const server = require("node:http").createServer((request, response) => {
+  request.resume()
+  request.on("end", () => response.writeHead(200, { "content-type": "application/json" }).end("{}"))
+})
+server.listen(0, "127.0.0.1", () => console.log(server.address().port))
+`
+export const startOtlpSink = () =>
+  new Promise<{ readonly port: number; readonly close: () => void }>((resolve, reject) => {
+    const child = spawn(process.execPath, ["-e", sinkSource], { stdio: ["ignore", "pipe", "inherit"] })
+    child.once("error", reject)
+    child.stdout!.once("data", (chunk) => resolve({ port: Number(String(chunk).trim()), close: () => child.kill() }))
+  })

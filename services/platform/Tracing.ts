@@ -145,7 +145,7 @@ export const TracingLive = (config: Option.Option<TracingConfig>): Layer.Layer<n
     Layer.provide(Layer.mergeAll(
       protocol === "http/json" ? OtlpSerialization.layerJson : layerProtobufTraces,
       // node:http rather than fetch: a process posting a batch-sized body with fetch every second
-      // measured 5–8 µs more CPU per request than with node:http (docs/decisions.md).
+      // measured 4.7–8.0 µs more CPU per request, with node:http none (docs/decisions.md).
       NodeHttpClient.layerNodeHttp,
       OtlpExporter.layerFlusher
     ))
